@@ -1,0 +1,91 @@
+"""The ``attentive-reader`` console command.
+
+Subcommands are dispatched lazily so that, for example, ``preprocess`` never imports torch and
+``fit`` never imports spaCy. Each subcommand lives in ``attentive_reader.commands.<name>`` and
+exposes ``main(argv: list[str]) -> int``. Mistakes a user can make raise ``UserError``; they
+are printed in one line (no traceback) and the command exits with status 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+
+from attentive_reader import __version__
+from attentive_reader.errors import UserError
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "preprocess": (
+        "attentive_reader.commands.preprocess",
+        "turn news stories into an anonymized cloze dataset",
+    ),
+    "merge": (
+        "attentive_reader.commands.merge",
+        "merge the shards of a multi-machine preprocessing run",
+    ),
+    "export": (
+        "attentive_reader.commands.export",
+        "write a processed dataset as DeepMind .question files",
+    ),
+    "synth": (
+        "attentive_reader.commands.synth",
+        "write the built-in synthetic news corpus as .story files",
+    ),
+    "fit": ("attentive_reader.commands.train", "train a reader (Lightning CLI)"),
+    "validate": ("attentive_reader.commands.train", "validate a reader (Lightning CLI)"),
+    "test": ("attentive_reader.commands.train", "test a reader (Lightning CLI)"),
+    "predict": ("attentive_reader.commands.train", "predict with a reader (Lightning CLI)"),
+    "evaluate": (
+        "attentive_reader.commands.evaluate",
+        "accuracy report with confidence intervals and baselines",
+    ),
+    "heatmap": (
+        "attentive_reader.commands.heatmap",
+        "per-token attention heatmaps (HTML, PNG, JSON)",
+    ),
+    "demo": (
+        "attentive_reader.commands.demo",
+        "the whole toolkit in one command on the built-in corpus",
+    ),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: attentive-reader COMMAND [ARGS]", "", "commands:"]
+    for name, (module, text) in COMMANDS.items():
+        available = importlib.util.find_spec(module) is not None
+        if available:
+            lines.append(f"  {name:<11} {text}")
+    lines += ["", "Run 'attentive-reader COMMAND --help' for the options of a command."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if argv else 2
+    if argv[0] == "--version":
+        print(f"attentive-reader {__version__}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS or importlib.util.find_spec(COMMANDS[name][0]) is None:
+        print(f"attentive-reader: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    try:
+        if module.__name__.endswith(".train"):
+            return int(module.main([name, *rest]) or 0)
+        return int(module.main(rest) or 0)
+    except UserError as err:
+        print(f"attentive-reader {name}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"attentive-reader {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Raw news stories -> anonymized cloze dataset. Imports spaCy and datasets, never torch."""

@@ -1,0 +1,147 @@
+"""Records that flow through the pipeline, and the stored dataset schema.
+
+Everything here is a plain frozen dataclass; conversion to and from stored rows lives beside
+the record so both halves of the toolkit (``corpus/`` writes, ``data/`` reads) agree on one
+schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import datasets
+
+PLACEHOLDER = "@placeholder"
+ENTITY_PREFIX = "@entity"
+SPLITS = ("train", "validation", "test")
+
+
+def entity_marker(index: int) -> str:
+    """The marker of entity ``index`` (``@entity0``, ``@entity1``, ...)."""
+    return f"{ENTITY_PREFIX}{index}"
+
+
+def entity_index(marker: str) -> int:
+    """The number in an entity marker: ``entity_index("@entity12") == 12``.
+
+    Raises:
+        ValueError: if ``marker`` is not of the form ``@entityN``.
+    """
+    if not marker.startswith(ENTITY_PREFIX) or not marker[len(ENTITY_PREFIX) :].isdigit():
+        raise ValueError(f"not an entity marker: {marker!r}")
+    return int(marker[len(ENTITY_PREFIX) :])
+
+
+def is_entity_marker(token: str) -> bool:
+    return token.startswith(ENTITY_PREFIX) and token[len(ENTITY_PREFIX) :].isdigit()
+
+
+@dataclass(frozen=True)
+class Story:
+    """One raw news story.
+
+    Attributes:
+        id: stable identifier (SHA-1 hex of the url for CNN/DM data; else from the source).
+        article: the article text, paragraphs separated by blank lines.
+        highlights: the highlight sentences, in order.
+        url: the story's url when known.
+        source: where it came from, for messages: a file path, ``archive.tgz:member`` or
+            ``dataset[split]:row``.
+        split: the split the source assigns (HF splits, url lists), or ``None`` to let the
+            pipeline assign one.
+    """
+
+    id: str
+    article: str
+    highlights: tuple[str, ...]
+    url: str | None = None
+    source: str = ""
+    split: str | None = None
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A story or file that was not used, counted in the manifest under ``reason``.
+
+    Attributes:
+        source: file path / archive member / dataset row, as in ``Story.source``.
+        reason: a short machine-readable key (``no_highlights``, ``empty``, ``not_utf8``,
+            ``too_long``, ``no_entities``, ``bad_question``, ...).
+        detail: one human-readable sentence (what was wrong and, where useful, the line).
+    """
+
+    source: str
+    reason: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ClozeExample:
+    """One anonymized cloze question.
+
+    Attributes:
+        id: unique example id (``<story_id>:<highlight index>:<occurrence index>`` for
+            examples made here; the file stem for DeepMind ``.question`` files).
+        story_id: the story it was made from.
+        context: the anonymized article tokens (entities are single ``@entityN`` tokens).
+        query: the anonymized highlight tokens with exactly one ``@placeholder``.
+        answer: the marker the placeholder stands for.
+        candidates: the distinct markers in the context, by first occurrence.
+        entities: marker -> surface name (the longest mention) for every marker in the
+            context or query.
+        url: the story url when known.
+    """
+
+    id: str
+    story_id: str
+    context: tuple[str, ...]
+    query: tuple[str, ...]
+    answer: str
+    candidates: tuple[str, ...]
+    entities: dict[str, str] = field(default_factory=dict, hash=False)
+    url: str | None = None
+
+    def to_row(self) -> dict:
+        """The stored form (matches ``CLOZE_FEATURES``)."""
+        return {
+            "id": self.id,
+            "story_id": self.story_id,
+            "url": self.url or "",
+            "context": list(self.context),
+            "query": list(self.query),
+            "answer": self.answer,
+            "candidates": list(self.candidates),
+            "entity_markers": list(self.entities.keys()),
+            "entity_names": list(self.entities.values()),
+        }
+
+    @classmethod
+    def from_row(cls, row: dict) -> ClozeExample:
+        """Inverse of ``to_row``."""
+        return cls(
+            id=row["id"],
+            story_id=row["story_id"],
+            url=row["url"] or None,
+            context=tuple(row["context"]),
+            query=tuple(row["query"]),
+            answer=row["answer"],
+            candidates=tuple(row["candidates"]),
+            entities=dict(zip(row["entity_markers"], row["entity_names"])),
+        )
+
+
+# The stored schema of every split. The entity map is two parallel lists (marker, name) so
+# Arrow stores it as plain string lists.
+CLOZE_FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "story_id": datasets.Value("string"),
+        "url": datasets.Value("string"),
+        "context": datasets.List(datasets.Value("string")),
+        "query": datasets.List(datasets.Value("string")),
+        "answer": datasets.Value("string"),
+        "candidates": datasets.List(datasets.Value("string")),
+        "entity_markers": datasets.List(datasets.Value("string")),
+        "entity_names": datasets.List(datasets.Value("string")),
+    }
+)

@@ -1,0 +1,1 @@
+"""Cloze dataset -> tensors and batches. Imports torch and datasets, never spaCy."""
