@@ -80,8 +80,9 @@ class ClozeExample:
     """One anonymized cloze question.
 
     Attributes:
-        id: unique example id (``<story_id>:<highlight index>:<occurrence index>`` for
-            examples made here; the file stem for DeepMind ``.question`` files).
+        id: unique example id (``<story_id>_<highlight index>_<occurrence index>`` for
+            examples made here; the file stem for DeepMind ``.question`` files); always
+            filename-safe (``[A-Za-z0-9_.-]``).
         story_id: the story it was made from.
         context: the anonymized article tokens (entities are single ``@entityN`` tokens).
         query: the anonymized highlight tokens with exactly one ``@placeholder``.
