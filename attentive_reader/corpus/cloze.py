@@ -31,7 +31,6 @@ occurrence counted among all entity occurrences of that highlight), with charact
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -60,9 +59,8 @@ from attentive_reader.corpus.records import (
     Story,
     entity_marker,
     is_entity_marker,
+    safe_id,
 )
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 @dataclass(frozen=True)
@@ -107,11 +105,6 @@ class ClozeOptions:
 def count_tokens(doc: Doc) -> int:
     """The length that ``max_context_tokens`` caps: tokens that are not whitespace."""
     return sum(1 for token in doc if not is_whitespace(token.text))
-
-
-def safe_id(text: str) -> str:
-    """``text`` with every character outside ``[A-Za-z0-9_.-]`` replaced by ``-``."""
-    return _UNSAFE.sub("-", text)
 
 
 def make_examples(

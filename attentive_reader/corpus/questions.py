@@ -35,12 +35,12 @@ from attentive_reader.corpus.records import (
     ClozeExample,
     Skip,
     is_entity_marker,
+    is_safe_id,
+    safe_id,
 )
 from attentive_reader.corpus.sources import (
     QUESTION_SUFFIX,
     decode_text,
-    is_safe_id,
-    safe_id,
     url_sha1,
     walk_files,
 )

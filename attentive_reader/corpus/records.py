@@ -7,6 +7,7 @@ schema.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import datasets
@@ -14,6 +15,24 @@ import datasets
 PLACEHOLDER = "@placeholder"
 ENTITY_PREFIX = "@entity"
 SPLITS = ("train", "validation", "test")
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9_.-]+")
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def is_safe_id(value: str) -> bool:
+    """Whether ``value`` can be used as a file name as is (``[A-Za-z0-9_.-]+``)."""
+    return bool(_SAFE_ID.fullmatch(value)) and value not in (".", "..")
+
+
+def safe_id(value: str) -> str:
+    """``value`` with every character outside ``[A-Za-z0-9_.-]`` replaced by ``_``.
+
+    Story ids become parts of example ids and ``.question`` file names, so they must be
+    filename-safe. Safe ids are returned unchanged.
+    """
+    value = _UNSAFE_CHARS.sub("_", value.strip())
+    return value if is_safe_id(value) else f"_{value}"
 
 
 def entity_marker(index: int) -> str:

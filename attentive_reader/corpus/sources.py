@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlparse
 
-from attentive_reader.corpus.records import SPLITS, Skip, Story
+from attentive_reader.corpus.records import SPLITS, Skip, Story, safe_id
 from attentive_reader.errors import UserError
 
 InputKind = Literal["stories", "archive", "hf_files", "questions", "hf_hub"]
@@ -50,8 +50,6 @@ URL_LIST_FILES = {"all_train.txt": "train", "all_val.txt": "validation", "all_te
 # split names some hub datasets use for the three standard splits
 _SPLIT_ALIASES = {"val": "validation", "valid": "validation", "dev": "validation"}
 
-_SAFE_ID = re.compile(r"[A-Za-z0-9_.-]+")
-_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
 _STRICT_HINT = "(--strict stops at the first bad input; leave it out to count and skip it)"
 
@@ -68,21 +66,6 @@ def url_sha1(url: str) -> str:
 def text_sha1(text: str) -> str:
     """The SHA-1 hex digest of a text (the id of an HF row that has neither ``id`` nor ``url``)."""
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
-
-
-def is_safe_id(value: str) -> bool:
-    """Whether ``value`` can be used as a file name as is (``[A-Za-z0-9_.-]+``)."""
-    return bool(_SAFE_ID.fullmatch(value)) and value not in (".", "..")
-
-
-def safe_id(value: str) -> str:
-    """``value`` with every character outside ``[A-Za-z0-9_.-]`` replaced by ``_``.
-
-    Story ids become parts of example ids and ``.question`` file names, so they must be
-    filename-safe. Safe ids are returned unchanged.
-    """
-    value = _UNSAFE_CHARS.sub("_", value.strip())
-    return value if is_safe_id(value) else f"_{value}"
 
 
 def _check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:

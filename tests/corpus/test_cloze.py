@@ -9,7 +9,7 @@ import pytest
 import spacy
 from spacy.language import Language
 
-from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples, safe_id
+from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
 from attentive_reader.corpus.entities import load_pipeline
 from attentive_reader.corpus.records import (
     PLACEHOLDER,
@@ -17,6 +17,7 @@ from attentive_reader.corpus.records import (
     Skip,
     Story,
     is_entity_marker,
+    safe_id,
 )
 
 
@@ -171,7 +172,7 @@ def test_highlight_finds_a_person_by_surname_only(nlp):
 def test_example_ids_are_file_name_safe(nlp):
     story = dataclasses.replace(STORY, id="cnn/a b:1")
     examples = run(nlp, story)
-    assert [e.id for e in examples][:2] == ["cnn-a-b-1_0_0", "cnn-a-b-1_0_1"]
+    assert [e.id for e in examples][:2] == ["cnn_a_b_1_0_0", "cnn_a_b_1_0_1"]
     assert {e.story_id for e in examples} == {"cnn/a b:1"}
     assert safe_id("a.B_9-z") == "a.B_9-z"
 

@@ -7,14 +7,13 @@ import huggingface_hub.constants
 import pytest
 
 from attentive_reader.corpus import sources
-from attentive_reader.corpus.records import Skip, Story
+from attentive_reader.corpus.records import Skip, Story, safe_id
 from attentive_reader.corpus.sources import (
     UrlLists,
     detect_kind,
     hash_split,
     iter_stories,
     parse_story,
-    safe_id,
     url_sha1,
 )
 from attentive_reader.errors import UserError
