@@ -1,0 +1,249 @@
+"""The built-in synthetic corpus: determinism, format, ground truth, baselines, entity ruler."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from attentive_reader.cli import main
+from attentive_reader.corpus import synthetic
+from attentive_reader.corpus.records import Story
+from attentive_reader.corpus.sources import UrlLists, parse_story
+from attentive_reader.corpus.synthetic import (
+    Entity,
+    Mention,
+    SyntheticStory,
+    build_ruler_pipeline,
+    format_story,
+    frequency_baselines,
+    generate_corpus,
+    generate_story,
+    ground_truth_questions,
+    write_corpus,
+)
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[SyntheticStory]:
+    return generate_corpus(300, seed=0)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def _sentences(article: str) -> list[str]:
+    return [s for s in re.split(r"(?<=\.)\s+", article) if s]
+
+
+def test_same_seed_gives_identical_bytes(tmp_path):
+    write_corpus(tmp_path / "a", generate_corpus(40, seed=3), seed=3)
+    write_corpus(tmp_path / "b", generate_corpus(40, seed=3), seed=3)
+    files_a, files_b = _files(tmp_path / "a"), _files(tmp_path / "b")
+    assert len([name for name in files_a if name.endswith(".story")]) == 40
+    assert files_a == files_b
+    other = [s.story for s in generate_corpus(40, seed=4)]
+    assert [s.story for s in generate_corpus(40, seed=3)] != other
+
+
+def test_story_n_does_not_depend_on_corpus_size():
+    assert generate_corpus(5, seed=1) == generate_corpus(12, seed=1)[:5]
+    assert generate_story(1, 7) == generate_corpus(12, seed=1)[7]
+
+
+def test_bad_arguments_are_value_errors():
+    with pytest.raises(ValueError, match="num_stories"):
+        generate_corpus(0)
+    with pytest.raises(ValueError, match="story number"):
+        generate_story(0, -1)
+
+
+def test_files_are_valid_story_files_with_fixed_splits(tmp_path):
+    stories = generate_corpus(30, seed=2)
+    info = write_corpus(tmp_path, stories, seed=2)
+    assert info["splits"] == {"train": 24, "validation": 3, "test": 3}
+    urls = UrlLists.from_dir(str(tmp_path / "url_lists"))
+    for item in stories:
+        path = tmp_path / "stories" / f"{item.story.id}.story"
+        text = path.read_text(encoding="utf-8")
+        assert text.count("\n@highlight\n") == len(item.story.highlights) >= 1
+        parsed = parse_story(text, story_id=item.story.id, source=str(path))
+        assert isinstance(parsed, Story)
+        assert parsed.article == item.story.article
+        assert parsed.highlights == item.story.highlights
+        assert urls.split_of(item.story.id) == item.story.split == synthetic.split_of(item.number)
+
+
+def test_format_story_layout():
+    story = Story(id="x", article="One.\n\nTwo.", highlights=("H1", "H2"))
+    assert format_story(story) == "One.\n\nTwo.\n\n@highlight\n\nH1\n\n@highlight\n\nH2\n"
+
+
+def test_stories_are_news_sized(corpus):
+    lengths = sorted(len(item.story.article.split()) for item in corpus)
+    assert 100 <= lengths[0] and lengths[-1] <= 450
+    assert 150 <= lengths[len(lengths) // 2] <= 300
+    assert all(2 <= len(item.story.highlights) <= 4 for item in corpus)
+
+
+def test_mentions_are_the_names_written(corpus):
+    for item in corpus:
+        labels = Counter(e.label for e in item.entities)
+        assert set(labels) == {"PERSON", "ORG", "GPE"} or len(labels) >= 2
+        for m in item.article_mentions:
+            entity = item.entities[m.entity]
+            assert item.story.article[m.start : m.end] in (entity.name, entity.short)
+        first = {}
+        for m in item.article_mentions:
+            first.setdefault(m.entity, item.story.article[m.start : m.end])
+        # People are introduced by their full name, later often by surname only.
+        assert all(first[i] == e.name for i, e in enumerate(item.entities))
+        for highlight, mentions in zip(item.story.highlights, item.highlight_mentions):
+            for m in mentions:
+                assert highlight[m.start : m.end] == item.entities[m.entity].name
+        assert len({e.name for e in item.entities}) == len(item.entities)
+        surnames = [e.short for e in item.entities if e.short]
+        assert len(set(surnames)) == len(surnames)
+
+
+def test_surnames_occur_alone(corpus):
+    surname_only = sum(
+        item.story.article[m.start : m.end] == item.entities[m.entity].short
+        for item in corpus
+        for m in item.article_mentions
+    )
+    assert surname_only > 0.1 * sum(len(item.article_mentions) for item in corpus)
+
+
+def test_each_highlight_fact_is_stated_in_exactly_one_sentence_with_other_words(corpus):
+    for item in corpus:
+        sentences = _sentences(item.story.article)
+        kinds = Counter(kind for kind, _ in item.facts)
+        for highlight, fact_index in zip(item.story.highlights, item.highlighted):
+            kind, members = item.facts[fact_index]
+            names = [{item.entities[e].name, item.entities[e].short} - {None} for e in members]
+            stating = [s for s in sentences if all(any(n in s for n in ns) for ns in names)]
+            assert len(stating) == 1, (highlight, stating)
+            # A distractor fact of the same kind, about other entities, is in the article.
+            assert kinds[kind] >= 2
+            # Paraphrased: the highlight's words around the names are not in the sentence.
+            words = [w for w in re.split(r"\W+", highlight.lower()) if len(w) > 3]
+            sentence_words = set(re.split(r"\W+", stating[0].lower()))
+            names_words = {w.lower() for e in members for w in item.entities[e].name.split()}
+            relation_words = [w for w in words if w not in names_words]
+            assert any(w not in sentence_words for w in relation_words), highlight
+
+
+def test_every_question_has_one_answer(corpus):
+    """Given the kind and the other entities of a highlight, exactly one fact fits."""
+    for item in corpus:
+        assert ground_truth_questions(item)
+        for mentions, fact_index in zip(item.highlight_mentions, item.highlighted):
+            kind, members = item.facts[fact_index]
+            for m in mentions:
+                others = {e for e in members if e != m.entity}
+                fitting = [f for f in item.facts if f[0] == kind and others <= set(f[1])]
+                assert fitting == [item.facts[fact_index]]
+
+
+def _story(counts: list[int], highlight: list[list[int]]) -> SyntheticStory:
+    """A hand-made story: entity i mentioned counts[i] times (in order 0, 1, ...)."""
+    entities = tuple(Entity(f"E{i}", "ORG") for i in range(len(counts)))
+    mentions = tuple(Mention(i, 0, 0) for i, c in enumerate(counts) for _ in range(c))
+    highlights = tuple(tuple(Mention(e, 0, 0) for e in h) for h in highlight)
+    return SyntheticStory(
+        story=Story(id="s", article="", highlights=("h",) * len(highlight)),
+        number=0,
+        entities=entities,
+        article_mentions=mentions,
+        highlight_mentions=highlights,
+        facts=(),
+        highlighted=(),
+    )
+
+
+def test_frequency_baselines_hand_computed():
+    # Counts: e0 3, e1 1, e2 3 (tie with e0, which occurs first), e3 2.
+    story = _story([3, 1, 3, 2], [[1, 0], [2, 9]])
+    # Questions: (e1 | e0), (e0 | e1), (e2 | e9); e9 is not in the article: no question.
+    assert ground_truth_questions(story) == [(1, (0,)), (0, (1,)), (2, (9,))]
+    figures = frequency_baselines([story])
+    assert figures.questions == 3
+    assert figures.max_frequency == pytest.approx(1 / 3)  # predicts e0: right once
+    # Exclusive: e2 for (e1|e0) -> wrong, e0 for (e0|e1) -> right, e0 for (e2|e9) -> wrong.
+    assert figures.exclusive_frequency == pytest.approx(1 / 3)
+    assert figures.answer_is_most_frequent == pytest.approx(2 / 3)  # e0 and e2 are top
+    assert figures.chance_most_frequent == pytest.approx(2 / 4)
+    assert figures.mean_candidates == 4
+
+
+def test_counting_does_not_find_the_answer(corpus):
+    figures = frequency_baselines(corpus)
+    assert figures.questions > 1000
+    assert figures.max_frequency <= 0.40
+    assert figures.exclusive_frequency <= 0.40
+    # The answer is a most frequent entity about as often as a random candidate is.
+    assert figures.answer_is_most_frequent <= figures.chance_most_frequent + 0.03
+
+
+def test_inventories_are_disjoint():
+    pools = {
+        "first": set(synthetic.FIRST_NAMES),
+        "surname": set(synthetic.SURNAMES),
+        "stem": set(synthetic.ORG_STEMS),
+        "suffix": set(synthetic.ORG_SUFFIXES),
+        "place words": {w for p in synthetic.CITIES + synthetic.COUNTRIES for w in p.split()},
+    }
+    names = list(pools)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert not pools[a] & pools[b], (a, b, pools[a] & pools[b])
+
+
+def test_ruler_pipeline_tags_exactly_the_written_names(corpus):
+    nlp = build_ruler_pipeline()
+    assert nlp.pipe_names == ["ner"]
+    for item in corpus[:40]:
+        doc = nlp(item.story.article)
+        found = {(e.start_char, e.end_char, e.label_) for e in doc.ents}
+        expected = {(m.start, m.end, item.entities[m.entity].label) for m in item.article_mentions}
+        assert found == expected
+
+
+def test_ruler_pipeline_loads_as_the_toolkit_ner_model(tmp_path):
+    from attentive_reader.corpus.entities import load_pipeline
+
+    build_ruler_pipeline().to_disk(tmp_path / "ruler")
+    nlp = load_pipeline(str(tmp_path / "ruler"))
+    doc = nlp("Shares in Greystone Bank rose after Susan Kennedy flew to Lisbon. Kennedy smiled.")
+    assert [(e.text, e.label_) for e in doc.ents] == [
+        ("Greystone Bank", "ORG"),
+        ("Susan Kennedy", "PERSON"),
+        ("Lisbon", "GPE"),
+        ("Kennedy", "PERSON"),
+    ]
+
+
+def test_synth_command(tmp_path, capsys):
+    out = tmp_path / "corpus"
+    assert main(["synth", str(out), "--stories", "12", "--seed", "5"]) == 0
+    assert "wrote 12 synthetic stories" in capsys.readouterr().out
+    first = _files(out)
+    assert len(list((out / "stories").glob("*.story"))) == 12
+    assert (out / "entity_ruler" / "config.cfg").is_file()
+    assert main(["synth", str(out), "--stories", "12", "--seed", "5"]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(["synth", str(out), "--stories", "10", "--seed", "5", "--overwrite"]) == 0
+    assert len(list((out / "stories").glob("*.story"))) == 10
+    assert (out / "url_lists" / "all_train.txt").read_bytes() == b"".join(
+        f"{synthetic.story_url(5, n)}\n".encode() for n in range(10) if n % 10 < 8
+    )
+    kept = {k: v for k, v in _files(out).items() if k.endswith(".story")}
+    assert kept.items() <= first.items()
+    with pytest.raises(SystemExit):
+        main(["synth", str(out), "--stories", "0"])
