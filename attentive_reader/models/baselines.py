@@ -1,0 +1,192 @@
+"""The neural baselines of Hermann et al. 2015: the Deep LSTM Reader and the Uniform Reader."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.models.attentive import AttentiveReader, ReadoutName
+from attentive_reader.models.base import ClozeReader, OptimizerName
+from attentive_reader.models.output import ReaderOutput
+from attentive_reader.nn.encoders import RnnName, SequenceEncoder
+from attentive_reader.nn.masking import masked_softmax
+
+
+class DeepLSTMReader(ClozeReader):
+    """Reads ``document ||| query`` as one sequence with a deep LSTM, without attention.
+
+    The input ``x(t)`` is the document's real tokens, a learned delimiter vector, then the
+    query's real tokens. Layer ``k`` of the deep LSTM has skip connections from the input and
+    to the output (Hermann et al. 2015, eq. for the Deep LSTM Reader)::
+
+        x'(t, k) = x(t) || y'(t, k-1)          (x'(t, 1) = x(t))
+        y'(t, k) = LSTM_k(x'(t, k), ...)
+        g = y'(T, 1) || ... || y'(T, K)        T = |d| + 1 + |q|, each example's own end
+        p(a | d, q) = softmax over the candidate entities of W_a g
+
+    ``ReaderOutput.attention`` is ``None``.
+
+    Args:
+        vocab_size: number of token ids (linked from the data module).
+        num_entities: number of entity ids ``e`` (linked from the data module).
+        embedding_dim: word embedding size ``d``.
+        hidden_dim: hidden size ``h`` of each layer.
+        num_layers: depth ``K`` of the LSTM.
+        dropout: dropout on the embeddings and on each layer's output.
+        word_vectors: optional GloVe-format file to initialise the embeddings.
+        optimizer: default optimiser (``sgd``, ``adam``, ``rmsprop``).
+        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
+        weight_decay: L2 penalty of the default optimiser.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_entities: int,
+        embedding_dim: int = 100,
+        hidden_dim: int = 256,
+        num_layers: int = 2,
+        dropout: float = 0.1,
+        word_vectors: str | None = None,
+        optimizer: OptimizerName = "rmsprop",
+        lr: float | None = None,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(
+            vocab_size,
+            num_entities,
+            embedding_dim=embedding_dim,
+            word_vectors=word_vectors,
+            optimizer=optimizer,
+            lr=lr,
+            weight_decay=weight_decay,
+        )
+        if num_layers < 1:
+            raise ValueError(f"num_layers must be at least 1, got {num_layers}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.dropout = nn.Dropout(dropout)
+        self.delimiter = nn.Parameter(torch.randn(embedding_dim) * 0.1)  # the "|||" token
+        self.layers = nn.ModuleList(
+            SequenceEncoder(
+                embedding_dim + (hidden_dim if k > 0 else 0), hidden_dim, bidirectional=False
+            )
+            for k in range(num_layers)
+        )
+        self.output = nn.Linear(num_layers * hidden_dim, num_entities)  # W_a
+
+    def forward(self, batch: ClozeBatch) -> ReaderOutput:
+        """Read a batch.
+
+        Returns:
+            ``ReaderOutput`` with ``logits`` (b, e) and no attention.
+        """
+        document = self.dropout(self.embedding(batch.context))  # (b, n, d)
+        query = self.dropout(self.embedding(batch.query))  # (b, m, d)
+        x, mask = self.join(document, batch.context_mask, query, batch.query_mask)  # (b, T, d)
+        finals = []
+        previous: Tensor | None = None
+        for layer in self.layers:
+            inputs = x if previous is None else torch.cat([x, previous], dim=-1)  # (b, T, d[+h])
+            states, final = layer(inputs, mask)  # (b, T, h), (b, h)
+            previous = self.dropout(states)
+            finals.append(final)
+        g = self.dropout(torch.cat(finals, dim=-1))  # (b, K h)
+        logits = self.answer_logits(self.output(g), batch.candidates)  # (b, e)
+        return ReaderOutput(logits=logits, attention=None)
+
+    def join(
+        self, document: Tensor, document_mask: Tensor, query: Tensor, query_mask: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """Concatenate each example's real document tokens, the delimiter and its real query.
+
+        Args:
+            document: (b, n, d); document_mask: (b, n).
+            query: (b, m, d); query_mask: (b, m).
+
+        Returns:
+            The joined vectors (b, n + 1 + m, d), zero after each example's end, and their mask.
+        """
+        b, n, d = document.shape
+        m = query.shape[1]
+        doc_len = document_mask.sum(dim=1, keepdim=True)  # (b, 1)
+        query_len = query_mask.sum(dim=1, keepdim=True)  # (b, 1)
+        position = torch.arange(n + 1 + m, device=document.device).unsqueeze(0)  # (1, T)
+        in_document = position < doc_len  # (b, T)
+        is_delimiter = position == doc_len  # (b, T)
+        query_position = position - doc_len - 1  # (b, T) index into the query
+        in_query = (query_position >= 0) & (query_position < query_len)  # (b, T)
+        padded_document = torch.cat([document, document.new_zeros(b, 1 + m, d)], dim=1)
+        gathered_query = torch.gather(
+            query, 1, query_position.clamp(0, m - 1).unsqueeze(-1).expand(-1, -1, d)
+        )  # (b, T, d)
+        delimiter = self.delimiter.to(document.dtype).expand(b, n + 1 + m, d)
+        joined = torch.where(
+            in_document.unsqueeze(-1),
+            padded_document,
+            torch.where(
+                is_delimiter.unsqueeze(-1),
+                delimiter,
+                torch.where(in_query.unsqueeze(-1), gathered_query, 0.0),
+            ),
+        )  # (b, T, d)
+        return joined, in_document | is_delimiter | in_query
+
+
+class UniformReader(AttentiveReader):
+    """The Attentive Reader with uniform attention: ``s(t) = 1 / |d|`` on every real token.
+
+    ``r`` is the mean of the document states; everything else (encoders, readout, answer
+    layer) is the Attentive Reader's. It shows how much the learned attention adds.
+
+    Args:
+        vocab_size: number of token ids (linked from the data module).
+        num_entities: number of entity ids ``e`` (linked from the data module).
+        embedding_dim: word embedding size ``d``.
+        hidden_dim: hidden size ``h`` of each direction of each encoder.
+        num_layers: stacked recurrent layers in each encoder.
+        dropout: dropout on the embeddings (and between stacked layers).
+        rnn: ``lstm`` or ``gru``.
+        readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``, the default) or ``linear``.
+        word_vectors: optional GloVe-format file to initialise the embeddings.
+        optimizer: default optimiser (``sgd``, ``adam``, ``rmsprop``).
+        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
+        weight_decay: L2 penalty of the default optimiser.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_entities: int,
+        embedding_dim: int = 100,
+        hidden_dim: int = 128,
+        num_layers: int = 1,
+        dropout: float = 0.2,
+        rnn: RnnName = "lstm",
+        readout: ReadoutName = "paper",
+        word_vectors: str | None = None,
+        optimizer: OptimizerName = "sgd",
+        lr: float | None = None,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(
+            vocab_size,
+            num_entities,
+            embedding_dim=embedding_dim,
+            hidden_dim=hidden_dim,
+            num_layers=num_layers,
+            dropout=dropout,
+            rnn=rnn,
+            scorer="dot",  # replaced below; "dot" has no parameters
+            readout=readout,
+            word_vectors=word_vectors,
+            optimizer=optimizer,
+            lr=lr,
+            weight_decay=weight_decay,
+        )
+        self.scorer = None  # uniform attention has nothing to learn
+
+    def attend(self, y_d: Tensor, u: Tensor, mask: Tensor) -> Tensor:
+        """Uniform weights (b, n) over the real document tokens."""
+        return masked_softmax(torch.zeros_like(mask, dtype=y_d.dtype), mask)  # (b, n)

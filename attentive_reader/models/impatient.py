@@ -1,0 +1,132 @@
+"""The Impatient Reader (Hermann et al. 2015): re-reads the document at every query token."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.models.base import ClozeReader, OptimizerName
+from attentive_reader.models.output import ReaderOutput
+from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
+from attentive_reader.nn.encoders import RnnName, SequenceEncoder
+
+
+class ImpatientReader(ClozeReader):
+    """Attention recomputed for each query token, accumulating a document representation.
+
+    ``y_d(t)`` are the bidirectional document states, ``y_q(i)`` the bidirectional query
+    states and ``u`` the query's final states (all 2h). For each real query token
+    ``i = 1..|q|``::
+
+        m(i, t) = tanh(W_dm y_d(t) + W_rm r(i-1) + W_qm y_q(i))
+        s(i, t) = masked softmax over real tokens t of w_ms^T m(i, t)
+        r(i)    = y_d^T s(i) + tanh(W_rr r(i-1))
+    and then::
+
+        g = tanh(W_rg r(|q|) + W_qg u)
+        p(a | d, q) = softmax over the candidate entities of W_a g
+
+    ``r(0)`` is a learned vector. That is ``scorer="additive"`` (the paper's, the default):
+    its query side is ``W_q [r(i-1); y_q(i)] = W_rm r(i-1) + W_qm y_q(i)``. With ``dot``,
+    ``cosine`` or ``bilinear`` the step's query vector ``W_rm r(i-1) + W_qm y_q(i)`` (2h) is
+    scored against ``y_d(t)`` by that scorer instead.
+
+    Query padding: a padded query position leaves ``r`` unchanged and its attention row is
+    all zeros, so ``r(|q|)`` is the state after each example's own last query token.
+
+    Args:
+        vocab_size: number of token ids (linked from the data module).
+        num_entities: number of entity ids ``e`` (linked from the data module).
+        embedding_dim: word embedding size ``d``, shared by document and query.
+        hidden_dim: hidden size ``h`` of each direction of each encoder.
+        num_layers: stacked recurrent layers in each encoder.
+        dropout: dropout on the embeddings (and between stacked layers).
+        rnn: ``lstm`` or ``gru`` for both encoders.
+        scorer: ``additive`` (the paper's), ``dot``, ``cosine`` or ``bilinear``.
+        attention_dim: hidden size of ``m(i, t)`` for the additive scorer (default ``2h``).
+        word_vectors: optional GloVe-format file to initialise the embeddings.
+        optimizer: default optimiser (``sgd``, ``adam``, ``rmsprop``).
+        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
+        weight_decay: L2 penalty of the default optimiser.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_entities: int,
+        embedding_dim: int = 100,
+        hidden_dim: int = 128,
+        num_layers: int = 1,
+        dropout: float = 0.2,
+        rnn: RnnName = "lstm",
+        scorer: ScorerName = "additive",
+        attention_dim: int | None = None,
+        word_vectors: str | None = None,
+        optimizer: OptimizerName = "sgd",
+        lr: float | None = None,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(
+            vocab_size,
+            num_entities,
+            embedding_dim=embedding_dim,
+            word_vectors=word_vectors,
+            optimizer=optimizer,
+            lr=lr,
+            weight_decay=weight_decay,
+        )
+        if scorer not in SCORER_NAMES:
+            raise ValueError(f"scorer must be one of {', '.join(SCORER_NAMES)}, got {scorer!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.dropout = nn.Dropout(dropout)
+        self.document_encoder = SequenceEncoder(
+            embedding_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+        )
+        self.query_encoder = SequenceEncoder(
+            embedding_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+        )
+        states = self.document_encoder.output_dim  # 2h
+        if scorer == "additive":
+            # W_q of the additive scorer acting on [r(i-1); y_q(i)] is [W_rm, W_qm].
+            self.step_query = None
+            self.scorer = build_scorer(scorer, states, 2 * states, attention_dim)
+        else:
+            self.step_query = nn.Linear(2 * states, states, bias=False)  # [W_rm, W_qm]
+            self.scorer = build_scorer(scorer, states, states)
+        self.initial_read = nn.Parameter(torch.zeros(states))  # r(0)
+        self.recurrent_proj = nn.Linear(states, states, bias=False)  # W_rr
+        self.read_proj = nn.Linear(states, states, bias=False)  # W_rg
+        self.query_proj = nn.Linear(states, states)  # W_qg (and the bias)
+        self.output = nn.Linear(states, num_entities)  # W_a
+
+    def forward(self, batch: ClozeBatch) -> ReaderOutput:
+        """Read a batch.
+
+        Returns:
+            ``ReaderOutput`` with ``logits`` (b, e) and ``attention`` (b, m, n): row ``i`` is
+            ``s(i)``; rows of padded query positions are all 0.
+        """
+        document = self.dropout(self.embedding(batch.context))  # (b, n, d)
+        query = self.dropout(self.embedding(batch.query))  # (b, m, d)
+        y_d, _ = self.document_encoder(document, batch.context_mask)  # (b, n, 2h)
+        y_q, u = self.query_encoder(query, batch.query_mask)  # (b, m, 2h), (b, 2h)
+        r = self.initial_read.to(y_d.dtype).expand(y_d.shape[0], -1)  # (b, 2h)
+        attention = []
+        for i in range(y_q.shape[1]):
+            step = batch.query_mask[:, i]  # (b,) True where token i is real
+            step_query = torch.cat([r, y_q[:, i]], dim=-1)  # (b, 4h)
+            if self.step_query is not None:
+                step_query = self.step_query(step_query)  # (b, 2h)
+            # Masking the whole row of a padded step gives it all-zero weights.
+            mask = batch.context_mask & step.unsqueeze(-1)  # (b, n)
+            s = self.scorer(y_d, step_query, mask)  # (b, n)
+            r_next = torch.bmm(s.unsqueeze(1), y_d).squeeze(1) + torch.tanh(
+                self.recurrent_proj(r)
+            )  # (b, 2h)
+            r = torch.where(step.unsqueeze(-1), r_next, r)  # (b, 2h)
+            attention.append(s)
+        g = torch.tanh(self.read_proj(r) + self.query_proj(u))  # (b, 2h)
+        logits = self.answer_logits(self.output(g), batch.candidates)  # (b, e)
+        return ReaderOutput(logits=logits, attention=torch.stack(attention, dim=1))  # (b, m, n)

@@ -1,0 +1,342 @@
+import inspect
+import json
+
+import pytest
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.models import (
+    AttentiveReader,
+    ClozeReader,
+    DeepLSTMReader,
+    ImpatientReader,
+    ReaderOutput,
+    UniformReader,
+)
+
+from .batches import make_batch, random_batch
+
+VOCAB, ENTITIES = 60, 10
+TINY = {"embedding_dim": 12, "hidden_dim": 12, "dropout": 0.0}
+
+READERS = {
+    "attentive-additive-paper": lambda: AttentiveReader(
+        VOCAB, ENTITIES, scorer="additive", readout="paper", **TINY
+    ),
+    "attentive-dot": lambda: AttentiveReader(VOCAB, ENTITIES, scorer="dot", **TINY),
+    "attentive-cosine": lambda: AttentiveReader(VOCAB, ENTITIES, scorer="cosine", **TINY),
+    "attentive-bilinear-gru": lambda: AttentiveReader(VOCAB, ENTITIES, rnn="gru", **TINY),
+    "impatient-additive": lambda: ImpatientReader(VOCAB, ENTITIES, **TINY),
+    "impatient-bilinear": lambda: ImpatientReader(VOCAB, ENTITIES, scorer="bilinear", **TINY),
+    "deep-lstm": lambda: DeepLSTMReader(VOCAB, ENTITIES, **TINY),
+    "uniform": lambda: UniformReader(VOCAB, ENTITIES, **TINY),
+}
+
+
+def build(name: str) -> ClozeReader:
+    torch.manual_seed(0)
+    return READERS[name]()
+
+
+def select(batch: ClozeBatch, rows: list[int]) -> ClozeBatch:
+    """The given examples, trimmed to their own longest context and query."""
+    n = int(batch.context_mask[rows].sum(1).max())
+    m = int(batch.query_mask[rows].sum(1).max())
+    return ClozeBatch(
+        context=batch.context[rows, :n],
+        context_mask=batch.context_mask[rows, :n],
+        query=batch.query[rows, :m],
+        query_mask=batch.query_mask[rows, :m],
+        candidates=batch.candidates[rows],
+        answer=batch.answer[rows],
+        ids=[batch.ids[i] for i in rows],
+        truncated=batch.truncated[rows],
+    )
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_output_shapes_and_attention(name):
+    reader = build(name).eval()
+    batch = random_batch(num_examples=6, vocab_size=VOCAB, num_entities=ENTITIES)
+    b, n = batch.context.shape
+    m = batch.query.shape[1]
+    with torch.no_grad():
+        output = reader(batch)
+    assert isinstance(output, ReaderOutput)
+    assert output.logits.shape == (b, ENTITIES)
+    assert torch.isfinite(output.logits).all()
+    context_lengths = batch.context_mask.sum(1)
+    if name == "deep-lstm":
+        assert output.attention is None
+        return
+    if name.startswith("impatient"):
+        assert output.attention.shape == (b, m, n)
+        real_steps = batch.query_mask  # (b, m)
+        sums = output.attention.sum(-1)  # (b, m)
+        assert torch.allclose(sums[real_steps], torch.ones(int(real_steps.sum())), atol=1e-5)
+        assert torch.equal(sums[~real_steps], torch.zeros(int((~real_steps).sum())))
+        padding = ~batch.context_mask.unsqueeze(1).expand(-1, m, -1)
+        assert torch.equal(output.attention[padding], torch.zeros(int(padding.sum())))
+    else:
+        assert output.attention.shape == (b, n)
+        assert torch.allclose(output.attention.sum(-1), torch.ones(b), atol=1e-5)
+        assert torch.equal(
+            output.attention[~batch.context_mask], torch.zeros(int((~batch.context_mask).sum()))
+        )
+    if name == "uniform":
+        expected = batch.context_mask / context_lengths.unsqueeze(1)
+        assert torch.allclose(output.attention, expected)
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_non_candidates_are_never_predicted(name):
+    reader = build(name).eval()
+    batch = random_batch(num_examples=8, vocab_size=VOCAB, num_entities=ENTITIES, seed=3)
+    with torch.no_grad():
+        # Push every entity id that is a non-candidate somewhere to the top of the raw scores.
+        reader.output.bias.copy_(torch.where(batch.candidates.all(0), 0.0, 1e4))
+        logits = reader(batch).logits
+    minimum = torch.finfo(logits.dtype).min
+    assert (logits[~batch.candidates] == minimum).all()
+    assert (logits[batch.candidates] > minimum).all()
+    assert batch.candidates.gather(1, logits.argmax(-1, keepdim=True)).all()
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_padding_does_not_change_the_answer(name):
+    """An example scored alone equals the same example scored in a longer, padded batch."""
+    reader = build(name).eval()
+    batch = random_batch(num_examples=8, vocab_size=VOCAB, num_entities=ENTITIES, seed=5)
+    shortest = int(batch.context_mask.sum(1).argmin())
+    with torch.no_grad():
+        together = reader(batch)
+        alone = reader(select(batch, [shortest]))
+    assert (
+        batch.context.shape[1] > alone.attention.shape[-1] if alone.attention is not None else True
+    )
+    assert torch.allclose(together.logits[shortest], alone.logits[0], atol=1e-5)
+    if alone.attention is not None:
+        n = alone.attention.shape[-1]
+        if name.startswith("impatient"):
+            m = alone.attention.shape[1]
+            assert torch.allclose(
+                together.attention[shortest, :m, :n], alone.attention[0], atol=1e-5
+            )
+        else:
+            assert torch.allclose(together.attention[shortest, :n], alone.attention[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_overfits_32_examples(name):
+    reader = build(name)
+    batch = random_batch(num_examples=32, vocab_size=VOCAB, num_entities=ENTITIES, seed=1)
+    optimizer = torch.optim.Adam(reader.parameters(), lr=0.05)
+    for _ in range(300):
+        logits = reader(batch).logits
+        if (logits.argmax(-1) == batch.answer).all():  # dropout is 0: same as eval mode
+            break
+        optimizer.zero_grad()
+        F.cross_entropy(logits, batch.answer).backward()
+        optimizer.step()
+    reader.eval()
+    with torch.no_grad():
+        accuracy = (reader(batch).logits.argmax(-1) == batch.answer).float().mean().item()
+    assert accuracy == 1.0
+
+
+def test_impatient_padded_query_steps_keep_r():
+    """Extra query padding gives all-zero attention rows and changes nothing else."""
+    reader = build("impatient-additive").eval()
+    batch = random_batch(num_examples=2, vocab_size=VOCAB, num_entities=ENTITIES, seed=2)
+    longer = ClozeBatch(
+        context=batch.context,
+        context_mask=batch.context_mask,
+        query=F.pad(batch.query, (0, 4)),
+        query_mask=F.pad(batch.query_mask, (0, 4)),
+        candidates=batch.candidates,
+        answer=batch.answer,
+        ids=batch.ids,
+        truncated=batch.truncated,
+    )
+    with torch.no_grad():
+        short_output, long_output = reader(batch), reader(longer)
+    m = batch.query.shape[1]
+    assert torch.allclose(short_output.logits, long_output.logits, atol=1e-6)
+    assert torch.allclose(short_output.attention, long_output.attention[:, :m], atol=1e-6)
+    assert torch.equal(long_output.attention[:, m:], torch.zeros(2, 4, batch.context.shape[1]))
+
+
+def test_deep_lstm_joins_document_delimiter_and_query():
+    reader = build("deep-lstm")
+    batch = make_batch([[20, 3, 21], [22, 4]], [[30, 2], [31, 32, 2]], [0, 1], ENTITIES)
+    document = reader.embedding(batch.context)
+    query = reader.embedding(batch.query)
+    joined, mask = reader.join(document, batch.context_mask, query, batch.query_mask)
+    assert joined.shape == (2, 3 + 1 + 3, TINY["embedding_dim"])
+    assert mask.tolist() == [[True] * 6 + [False], [True] * 6 + [False]]
+    embed, delimiter = reader.embedding.weight, reader.delimiter
+    for row, expected in enumerate(
+        [
+            [embed[20], embed[3], embed[21], delimiter, embed[30], embed[2]],
+            [embed[22], embed[4], delimiter, embed[31], embed[32], embed[2]],
+        ]
+    ):
+        assert torch.equal(joined[row, :6], torch.stack(expected))
+        assert torch.equal(joined[row, 6], torch.zeros(TINY["embedding_dim"]))
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_hyperparameters_are_exactly_the_json_init_args(name):
+    reader = build(name)
+    parameters = set(inspect.signature(type(reader).__init__).parameters) - {"self"}
+    assert set(reader.hparams) == parameters
+    json.dumps(dict(reader.hparams))
+
+
+def test_uniform_reader_has_no_scorer_parameters():
+    assert build("uniform").scorer is None
+    assert "scorer" not in build("uniform").hparams
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"scorer": "mlp"}, "scorer must be one of"),
+        ({"readout": "gated"}, "readout must be"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"optimizer": "lbfgs"}, "optimizer must be one of"),
+        ({"lr": 0.0}, "lr must be positive"),
+        ({"hidden_dim": 0}, "hidden_dim"),
+    ],
+)
+def test_constructor_validates(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        AttentiveReader(VOCAB, ENTITIES, **arguments)
+
+
+def test_default_optimizers():
+    sgd = AttentiveReader(VOCAB, ENTITIES).configure_optimizers()
+    assert isinstance(sgd, torch.optim.SGD) and sgd.defaults["lr"] == 0.1
+    adam = AttentiveReader(VOCAB, ENTITIES, optimizer="adam", lr=0.005).configure_optimizers()
+    assert isinstance(adam, torch.optim.Adam) and adam.defaults["lr"] == 0.005
+
+
+def test_word_vectors_through_the_method(tmp_path):
+    path = tmp_path / "glove.txt"
+    path.write_text("the 1 2 3\nobama 4 5 6\n", encoding="utf-8")
+    reader = AttentiveReader(5, 2, embedding_dim=3, hidden_dim=4, word_vectors=str(path))
+    assert reader.load_word_vectors(["<pad>", "<unk>", "@placeholder", "the", "Obama"]) == 2
+    assert torch.equal(reader.embedding.weight[4].detach(), torch.tensor([4.0, 5.0, 6.0]))
+
+
+@pytest.mark.slow
+def test_lightning_loop_metrics_predict_and_checkpoint(tmp_path):
+    """fit/validate/test/predict through a Trainer; the checkpoint loads with weights_only."""
+    train = [random_batch(16, VOCAB, ENTITIES, seed=s) for s in range(2)]
+    val = [random_batch(8, VOCAB, ENTITIES, seed=10)]
+    reader = AttentiveReader(VOCAB, ENTITIES, optimizer="adam", lr=0.01, **TINY)
+    trainer = pl.Trainer(
+        max_epochs=2,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    loader = lambda batches: DataLoader(batches, batch_size=None)  # noqa: E731
+    trainer.fit(reader, loader(train), loader(val))
+    for key in ("train_loss_epoch", "train_acc", "val_loss", "val_acc"):
+        assert key in trainer.callback_metrics, key
+    (result,) = trainer.test(reader, loader(val), verbose=False)
+    with torch.no_grad():
+        expected = (reader(val[0]).logits.argmax(-1) == val[0].answer).float().mean().item()
+    assert result["test_acc"] == pytest.approx(expected)
+
+    (prediction,) = trainer.predict(reader, loader(val))
+    assert set(prediction) == {
+        "ids",
+        "logits",
+        "probs",
+        "attention",
+        "selected",
+        "answer",
+        "prediction",
+    }
+    assert prediction["ids"] == val[0].ids and prediction["selected"] is None
+    assert torch.allclose(prediction["probs"].sum(-1), torch.ones(8))
+    assert (prediction["probs"][~val[0].candidates] == 0).all()
+    assert torch.equal(prediction["prediction"], prediction["logits"].argmax(-1))
+
+    path = tmp_path / "reader.ckpt"
+    trainer.save_checkpoint(path)
+    checkpoint = torch.load(path, weights_only=True)
+    assert checkpoint["reader_class"] == "attentive_reader.models.attentive.AttentiveReader"
+    restored = AttentiveReader.load_from_checkpoint(path).eval()
+    with torch.no_grad():
+        assert torch.equal(restored(val[0]).logits, reader(val[0]).logits)
+
+
+def test_word_vectors_need_a_vocabulary(tmp_path):
+    path = tmp_path / "glove.txt"
+    path.write_text("the 1 2 3\n", encoding="utf-8")
+    reader = AttentiveReader(5, 2, embedding_dim=3, hidden_dim=4, word_vectors=str(path))
+    with pytest.raises(ValueError, match="word_vectors needs the vocabulary"):
+        reader.setup("fit")
+
+
+def test_bf16_autocast_forward_and_backward():
+    reader = build("impatient-additive")
+    batch = random_batch(num_examples=4, vocab_size=VOCAB, num_entities=ENTITIES)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        output = reader(batch)
+        loss = F.cross_entropy(output.logits.float(), batch.answer)
+    loss.backward()
+    assert torch.isfinite(loss)
+    assert all(torch.isfinite(p.grad).all() for p in reader.parameters() if p.grad is not None)
+    assert batch.candidates.gather(1, output.logits.argmax(-1, keepdim=True)).all()
+
+
+class _StubVocab:
+    def __init__(self, tokens: list[str]) -> None:
+        self.tokens = tokens
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def decode(self, ids) -> list[str]:
+        return [self.tokens[int(i)] for i in ids]
+
+
+class _StubDataModule(pl.LightningDataModule):
+    def __init__(self, vocab: _StubVocab, batch: ClozeBatch) -> None:
+        super().__init__()
+        self.vocab, self.batch = vocab, batch
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader([self.batch], batch_size=None)
+
+
+def test_word_vectors_load_when_fit_starts(tmp_path):
+    path = tmp_path / "glove.txt"
+    path.write_text("the 1 2 3\nobama 4 5 6\n", encoding="utf-8")
+    tokens = ["<pad>", "<unk>", "@placeholder", "@entity0", "@entity1", "the", "Obama"]
+    reader = AttentiveReader(
+        len(tokens), 2, embedding_dim=3, hidden_dim=4, word_vectors=str(path), lr=1e-12
+    )
+    batch = make_batch([[3, 4, 5]], [[6, 2]], [0], num_entities=2)
+    trainer = pl.Trainer(
+        fast_dev_run=1,
+        accelerator="cpu",
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    trainer.fit(reader, datamodule=_StubDataModule(_StubVocab(tokens), batch))
+    weight = reader.embedding.weight.detach()
+    assert torch.allclose(weight[5], torch.tensor([1.0, 2.0, 3.0]))
+    assert torch.allclose(weight[6], torch.tensor([4.0, 5.0, 6.0]))

@@ -1,0 +1,106 @@
+import pytest
+import torch
+from torch import nn
+
+from attentive_reader.nn.encoders import SequenceEncoder, load_word_vectors
+
+
+def padded(lengths, dim=3, seed=0):
+    """Random inputs whose padding is filled with large garbage values (it must not matter)."""
+    generator = torch.Generator().manual_seed(seed)
+    n = max(lengths)
+    inputs = torch.randn(len(lengths), n, dim, generator=generator)
+    mask = torch.arange(n).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
+    inputs = torch.where(mask.unsqueeze(-1), inputs, torch.full_like(inputs, 100.0))
+    return inputs, mask
+
+
+@pytest.mark.parametrize("rnn", ["lstm", "gru"])
+def test_padding_does_not_leak_and_states_are_zero(rnn):
+    torch.manual_seed(0)
+    encoder = SequenceEncoder(3, 4, rnn=rnn, num_layers=2)
+    inputs, mask = padded([5, 2, 4])
+    states, final = encoder(inputs, mask)
+    assert states.shape == (3, 5, 8) and final.shape == (3, 8)
+    assert torch.equal(states[1, 2:], torch.zeros(3, 8))
+    assert torch.equal(states[2, 4:], torch.zeros(1, 8))
+    # Each sequence encoded alone, without any padding, gives the same states and final state:
+    # in particular the backward direction starts at the last real token.
+    for i, length in enumerate([5, 2, 4]):
+        alone_states, alone_final = encoder(inputs[i : i + 1, :length], mask[i : i + 1, :length])
+        assert torch.allclose(states[i, :length], alone_states[0], atol=1e-6)
+        assert torch.allclose(final[i], alone_final[0], atol=1e-6)
+
+
+def test_final_is_last_forward_and_first_backward_state():
+    torch.manual_seed(0)
+    encoder = SequenceEncoder(3, 4)
+    inputs, mask = padded([5, 2])
+    states, final = encoder(inputs, mask)
+    for i, length in enumerate([5, 2]):
+        expected = torch.cat([states[i, length - 1, :4], states[i, 0, 4:]])
+        assert torch.allclose(final[i], expected, atol=1e-6)
+
+
+def test_unidirectional_final_is_last_state():
+    torch.manual_seed(0)
+    encoder = SequenceEncoder(3, 4, bidirectional=False)
+    inputs, mask = padded([3, 1])
+    states, final = encoder(inputs, mask)
+    assert states.shape == (2, 3, 4) and encoder.output_dim == 4
+    assert torch.allclose(final, torch.stack([states[0, 2], states[1, 0]]))
+
+
+def test_empty_sequence_gives_zeros():
+    encoder = SequenceEncoder(3, 4)
+    inputs, mask = padded([2, 0])
+    states, final = encoder(inputs, mask)
+    assert torch.equal(states[1], torch.zeros(2, 8)) and torch.equal(final[1], torch.zeros(8))
+
+
+def test_encoder_validates_arguments():
+    with pytest.raises(ValueError, match="rnn must be"):
+        SequenceEncoder(3, 4, rnn="transformer")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="dropout"):
+        SequenceEncoder(3, 4, dropout=1.5)
+
+
+def test_load_word_vectors(tmp_path):
+    path = tmp_path / "vectors.txt"
+    path.write_text("the 1 2 3\ncat 4 5 6\nbird 7 8 9\n", encoding="utf-8")
+    embedding = nn.Embedding(5, 3, padding_idx=0)
+    nn.init.zeros_(embedding.weight)
+    tokens = ["<pad>", "<unk>", "the", "Cat", "dog"]
+    assert load_word_vectors(path, tokens, embedding) == 2
+    weight = embedding.weight.detach()
+    assert torch.equal(weight[2], torch.tensor([1.0, 2.0, 3.0]))
+    assert torch.equal(weight[3], torch.tensor([4.0, 5.0, 6.0]))  # lower-cased fallback
+    assert torch.equal(weight[4], torch.zeros(3))  # not in the file: unchanged
+    assert torch.equal(weight[0], torch.zeros(3))  # padding untouched
+
+
+def test_load_word_vectors_header_and_spaced_words(tmp_path):
+    path = tmp_path / "vectors.vec"
+    path.write_text("2 2\n. . . 1 2\nthe 3 4\n", encoding="utf-8")
+    embedding = nn.Embedding(3, 2)
+    assert load_word_vectors(path, ["<pad>", ". . .", "the"], embedding) == 2
+    assert torch.equal(embedding.weight[1].detach(), torch.tensor([1.0, 2.0]))
+
+
+def test_load_word_vectors_dimension_mismatch_names_file_and_line(tmp_path):
+    path = tmp_path / "vectors.txt"
+    path.write_text("the 1 2 3\ncat 4 5\n", encoding="utf-8")
+    with pytest.raises(
+        ValueError, match=r"vectors\.txt, line 2: 2 values but the embedding size is 3"
+    ):
+        load_word_vectors(path, ["the", "cat"], nn.Embedding(2, 3))
+    path.write_text("the 1 2 3 4\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 1: 4 values"):
+        load_word_vectors(path, ["the"], nn.Embedding(2, 3))
+
+
+def test_load_word_vectors_bad_number(tmp_path):
+    path = tmp_path / "vectors.txt"
+    path.write_text("the 1 x 3\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="line 1: a value of 'the' is not a number"):
+        load_word_vectors(path, ["the"], nn.Embedding(2, 3))
