@@ -1,0 +1,95 @@
+"""Run a reader over a split in stored order, one process, every example exactly once.
+
+Lightning's ``test`` loop under DDP pads the last batches of a distributed sampler and
+averages per-process figures; a report needs each example once. This loop is the plain
+alternative the ``evaluate`` and ``heatmap`` commands share.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Literal
+
+import torch
+from pytorch_lightning.utilities import move_data_to_device
+from torch.utils.data import DataLoader, Subset
+
+from attentive_reader.data.batching import ClozeBatch, collate
+from attentive_reader.data.datamodule import ClozeDataModule, Split
+from attentive_reader.errors import UserError
+from attentive_reader.models.base import ClozeReader
+from attentive_reader.models.loading import load_reader
+
+DeviceName = Literal["auto", "cpu", "cuda"]
+
+
+def resolve_device(device: DeviceName | str) -> torch.device:
+    """``"auto"`` -> the first GPU when there is one, else the CPU.
+
+    Raises:
+        UserError: if ``"cuda"`` is asked for on a machine without a GPU.
+    """
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise UserError(f"--device {device}: no CUDA device is available; use --device cpu")
+    return torch.device(device)
+
+
+def load_for_split(
+    ckpt: str | Path, data: str | Path, device: torch.device
+) -> tuple[ClozeReader, ClozeDataModule]:
+    """A checkpoint's reader (eval mode, on ``device``) and its data module over ``data``.
+
+    The data module keeps the checkpoint's vocabulary and options (e.g. the context cap it
+    was trained with); only the dataset directory is replaced.
+    """
+    reader = load_reader(ckpt, map_location=device)
+    datamodule = ClozeDataModule.from_checkpoint(str(ckpt), path=str(data))
+    if datamodule.num_entities != reader.num_entities:
+        raise UserError(
+            f"{ckpt}: the reader has {reader.num_entities} entity ids but its stored "
+            f"vocabulary has {datamodule.num_entities}; the checkpoint is inconsistent"
+        )
+    return reader, datamodule
+
+
+def iterate_predictions(
+    reader: ClozeReader,
+    datamodule: ClozeDataModule,
+    split: Split,
+    *,
+    indices: Sequence[int] | None = None,
+    batch_size: int = 64,
+    device: torch.device | None = None,
+) -> Iterator[tuple[ClozeBatch, dict]]:
+    """``(batch, reader.predict_step(batch))`` over ``split`` in stored order.
+
+    Args:
+        reader: the reader, in eval mode.
+        datamodule: gives the encoded split (its vocabulary; no entity permutation outside
+            ``train``).
+        split: the split to read.
+        indices: only these rows of the split, in this order (default: all).
+        batch_size: examples per forward pass.
+        device: where to run (default: where the reader's parameters are).
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    dataset = datamodule.dataset(split)
+    source = dataset if indices is None else Subset(dataset, list(indices))
+    loader = DataLoader(
+        source,
+        batch_size=batch_size,
+        shuffle=False,
+        collate_fn=functools.partial(collate, num_entities=datamodule.num_entities),
+    )
+    if device is None:
+        device = next(reader.parameters()).device
+    reader.eval()
+    with torch.inference_mode():
+        for batch_idx, batch in enumerate(loader):
+            batch = move_data_to_device(batch, device)
+            yield batch, reader.predict_step(batch, batch_idx)

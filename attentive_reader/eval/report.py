@@ -1,0 +1,299 @@
+"""Cloze accuracy with a confidence interval, breakdowns, and the report of several systems.
+
+Everything here works on plain predictions (one entity marker per example), so models and the
+non-neural baselines (``eval/baselines.py``) are reported the same way, side by side. The
+``evaluate`` command feeds it; the functions are pure and tested with hand-computed numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.eval.baselines import BASELINES, baseline_predictor
+
+Z_95 = 1.959963984540054
+"""The standard normal quantile of a two-sided 95% interval."""
+
+DEFAULT_LENGTH_EDGES: tuple[int, ...] = (0, 250, 500, 750, 1000, 1500, 2000)
+"""Lower bounds of the context-length buckets (tokens), the last one open-ended."""
+
+DEFAULT_CANDIDATE_EDGES: tuple[int, ...] = (1, 2, 5, 10, 20, 40)
+"""Lower bounds of the number-of-candidates buckets, the last one open-ended."""
+
+SystemKind = Literal["baseline", "model"]
+
+
+def wilson_interval(correct: int, total: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion.
+
+    Unlike the normal ("Wald") interval it stays inside [0, 1] and is sensible for small
+    ``total`` and for accuracies near 0 or 1.
+
+    Args:
+        correct: number of successes, ``0 <= correct <= total``.
+        total: number of trials; 0 gives the uninformative interval ``(0.0, 1.0)``.
+        z: the normal quantile (1.96 for 95%).
+
+    Raises:
+        ValueError: if the counts are negative or ``correct > total``.
+    """
+    if total < 0 or correct < 0 or correct > total:
+        raise ValueError(f"need 0 <= correct <= total, got correct={correct}, total={total}")
+    if total == 0:
+        return 0.0, 1.0
+    p = correct / total
+    z2 = z * z
+    denominator = 1.0 + z2 / total
+    centre = (p + z2 / (2 * total)) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) / total + z2 / (4 * total * total))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """Accuracy over a set of examples, with its Wilson 95% interval.
+
+    Attributes:
+        n: number of examples.
+        correct: number answered correctly.
+        accuracy: ``correct / n`` (0.0 when ``n == 0``).
+        ci_low: lower end of the 95% interval.
+        ci_high: upper end of the 95% interval.
+    """
+
+    n: int
+    correct: int
+    accuracy: float
+    ci_low: float
+    ci_high: float
+
+    @classmethod
+    def of(cls, flags: Sequence[bool]) -> Accuracy:
+        """The accuracy of a list of correct/wrong flags."""
+        n, correct = len(flags), int(sum(bool(f) for f in flags))
+        low, high = wilson_interval(correct, n)
+        return cls(n, correct, correct / n if n else 0.0, low, high)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def bucket_label(value: int, edges: Sequence[int]) -> str:
+    """The label of the bucket holding ``value``; ``edges`` are ascending lower bounds.
+
+    ``bucket_label(300, (0, 250, 500)) == "250-499"``, ``bucket_label(600, (0, 250, 500)) ==
+    "500+"``; values below the first edge get ``"<first"``. Integer-valued buckets whose
+    range holds one value are labelled by that value (``"1"``).
+
+    Raises:
+        ValueError: if ``edges`` is empty or not strictly ascending.
+    """
+    _check_edges(edges)
+    if value < edges[0]:
+        return f"<{edges[0]}"
+    for low, high in zip(edges, edges[1:]):
+        if low <= value < high:
+            return str(low) if high - low == 1 else f"{low}-{high - 1}"
+    return f"{edges[-1]}+"
+
+
+def bucket_labels(edges: Sequence[int]) -> list[str]:
+    """All labels of ``edges`` in order (without the ``"<first"`` underflow bucket)."""
+    _check_edges(edges)
+    return [bucket_label(e, edges) for e in edges]
+
+
+def _check_edges(edges: Sequence[int]) -> None:
+    if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(
+            f"bucket edges must be a non-empty, strictly ascending list, got {list(edges)}"
+        )
+
+
+def breakdown(
+    flags: Sequence[bool], labels: Sequence[str], order: Sequence[str] = ()
+) -> dict[str, Accuracy]:
+    """Accuracy per label: ``flags[i]`` belongs to the group ``labels[i]``.
+
+    Args:
+        flags: correct/wrong per example.
+        labels: the group of each example (same length as ``flags``).
+        order: labels listed first, in this order (groups with no example are left out);
+            the other labels follow in order of first appearance.
+
+    Raises:
+        ValueError: if the two lists differ in length.
+    """
+    if len(flags) != len(labels):
+        raise ValueError(f"{len(flags)} flags but {len(labels)} labels")
+    groups: dict[str, list[bool]] = {}
+    for flag, label in zip(flags, labels):
+        groups.setdefault(label, []).append(bool(flag))
+    ordered = [label for label in order if label in groups]
+    ordered += [label for label in groups if label not in ordered]
+    return {label: Accuracy.of(groups[label]) for label in ordered}
+
+
+def system_result(
+    name: str,
+    kind: SystemKind,
+    predictions: Sequence[str],
+    examples: Sequence[ClozeExample],
+    *,
+    length_edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
+    candidate_edges: Sequence[int] = DEFAULT_CANDIDATE_EDGES,
+) -> dict:
+    """One system's figures: overall accuracy and both breakdowns (a JSON-able dict).
+
+    Args:
+        name: the system's name in tables (a baseline name or a checkpoint path).
+        kind: ``"baseline"`` or ``"model"``.
+        predictions: the predicted marker for each example, in the order of ``examples``.
+        examples: the evaluated examples (their answers, context lengths, candidates).
+        length_edges: lower bounds of the context-length buckets.
+        candidate_edges: lower bounds of the number-of-candidates buckets.
+
+    Raises:
+        ValueError: if there is not exactly one prediction per example.
+    """
+    if len(predictions) != len(examples):
+        raise ValueError(
+            f"{name}: {len(predictions)} predictions for {len(examples)} examples; "
+            "every example must be predicted exactly once"
+        )
+    flags = [p == ex.answer for p, ex in zip(predictions, examples)]
+    lengths = [bucket_label(len(ex.context), length_edges) for ex in examples]
+    counts = [bucket_label(len(ex.candidates), candidate_edges) for ex in examples]
+    return {
+        "name": name,
+        "kind": kind,
+        "overall": Accuracy.of(flags).to_dict(),
+        "by_context_length": {
+            k: v.to_dict()
+            for k, v in breakdown(flags, lengths, bucket_labels(length_edges)).items()
+        },
+        "by_num_candidates": {
+            k: v.to_dict()
+            for k, v in breakdown(flags, counts, bucket_labels(candidate_edges)).items()
+        },
+    }
+
+
+def baseline_predictions(
+    examples: Sequence[ClozeExample], *, max_penalty: int = 8, window: int | None = None
+) -> dict[str, list[str]]:
+    """Every baseline's prediction for every example: baseline name -> markers."""
+    out = {}
+    for name in BASELINES:
+        predict = baseline_predictor(name, max_penalty=max_penalty, window=window)
+        out[name] = [predict(ex) for ex in examples]
+    return out
+
+
+def build_report(
+    examples: Sequence[ClozeExample],
+    models: Mapping[str, Sequence[str]],
+    *,
+    baselines: Mapping[str, Sequence[str]] | None = None,
+    length_edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
+    candidate_edges: Sequence[int] = DEFAULT_CANDIDATE_EDGES,
+) -> dict:
+    """The figures of the baselines and the models on one set of examples (JSON-able).
+
+    Args:
+        examples: the evaluated examples, each once.
+        models: system name -> predicted marker per example (in the order of ``examples``).
+        baselines: baseline name -> predictions; computed from the examples when ``None``.
+        length_edges: lower bounds of the context-length buckets.
+        candidate_edges: lower bounds of the number-of-candidates buckets.
+
+    Returns:
+        ``{"num_examples", "buckets", "systems": [...]}``: the baselines first, then the
+        models in the given order; each system as returned by ``system_result``.
+    """
+    if baselines is None:
+        baselines = baseline_predictions(examples)
+    systems = [
+        system_result(
+            name,
+            "baseline",
+            preds,
+            examples,
+            length_edges=length_edges,
+            candidate_edges=candidate_edges,
+        )
+        for name, preds in baselines.items()
+    ]
+    systems += [
+        system_result(
+            name,
+            "model",
+            preds,
+            examples,
+            length_edges=length_edges,
+            candidate_edges=candidate_edges,
+        )
+        for name, preds in models.items()
+    ]
+    return {
+        "num_examples": len(examples),
+        "buckets": {
+            "context_length": {"unit": "tokens", "lower_bounds": list(length_edges)},
+            "num_candidates": {"unit": "entities", "lower_bounds": list(candidate_edges)},
+        },
+        "systems": systems,
+    }
+
+
+def _percent(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def markdown_tables(report: dict) -> str:
+    """The report as Markdown: one overall table, then one table per breakdown.
+
+    Accuracies are in percent; the interval is the Wilson 95% interval.
+    """
+    systems = report["systems"]
+    lines = [
+        "| system | kind | accuracy (%) | 95% CI (%) | correct / n |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for s in systems:
+        o = s["overall"]
+        lines.append(
+            f"| {_cell(s['name'])} | {s['kind']} | {_percent(o['accuracy'])} | "
+            f"{_percent(o['ci_low'])}-{_percent(o['ci_high'])} | {o['correct']} / {o['n']} |"
+        )
+    for key, title in (
+        ("by_context_length", "context length (tokens)"),
+        ("by_num_candidates", "number of candidate entities"),
+    ):
+        labels: list[str] = []
+        for s in systems:
+            labels += [label for label in s[key] if label not in labels]
+        if not labels:
+            continue
+        lines += [
+            "",
+            f"Accuracy (%) by {title}:",
+            "",
+            "| bucket | n | " + " | ".join(_cell(s["name"]) for s in systems) + " |",
+            "| --- | ---: | " + " | ".join("---:" for _ in systems) + " |",
+        ]
+        for label in labels:
+            n = next(s[key][label]["n"] for s in systems if label in s[key])
+            cells = [
+                _percent(s[key][label]["accuracy"]) if label in s[key] else "-" for s in systems
+            ]
+            lines.append(f"| {label} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")

@@ -1,0 +1,97 @@
+"""The paper's non-neural baselines, checked by hand on one tiny example."""
+
+import pytest
+
+from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.eval.baselines import (
+    baseline_predictor,
+    exclusive_frequency,
+    maximum_frequency,
+    word_distance,
+    word_distance_score,
+    word_distance_scores,
+)
+
+#           0          1          2          3     4        5    6          7
+CONTEXT = ["@entity0", "visited", "@entity1", "on", "monday", ".", "@entity2", "praised",
+#           8          9    10         11
+           "@entity1", ".", "@entity1", "smiled"]  # fmt: skip
+QUERY = ["@placeholder", "praised", "@entity1"]
+CANDIDATES = ["@entity0", "@entity1", "@entity2"]
+
+
+def test_maximum_frequency_counts_the_context():
+    # @entity1 occurs 3 times, the others once.
+    assert maximum_frequency(CONTEXT, CANDIDATES) == "@entity1"
+
+
+def test_maximum_frequency_breaks_ties_by_first_occurrence():
+    assert maximum_frequency(["@entity3", "@entity5", "x"], ["@entity3", "@entity5"]) == "@entity3"
+    assert maximum_frequency(["@entity5", "@entity3"], ["@entity5", "@entity3"]) == "@entity5"
+
+
+def test_exclusive_frequency_skips_entities_in_the_query():
+    # @entity1 is in the query; @entity0 and @entity2 tie at one mention -> the earlier one.
+    assert exclusive_frequency(CONTEXT, QUERY, CANDIDATES) == "@entity0"
+    query = ["@entity0", "praised", "@placeholder"]
+    assert exclusive_frequency(CONTEXT, query, CANDIDATES) == "@entity1"
+
+
+def test_exclusive_frequency_falls_back_when_every_candidate_is_in_the_query():
+    query = ["@entity0", "@entity1", "@entity2", "@placeholder"]
+    assert exclusive_frequency(CONTEXT, query, CANDIDATES) == "@entity1"
+
+
+def test_word_distance_scores_by_hand():
+    # "praised" sits at offset +1 from the placeholder, "@entity1" at +2.
+    # @entity0 @0: praised expected at 1, nearest at 7 -> 6; @entity1 expected at 2 -> 0.   = 6
+    # @entity1 @2: 4 + 2 = 6;  @8: praised at 9 vs 7 -> 2, @entity1 at 10 -> 0 = 2;  @10: 4 + 2
+    # @entity2 @6: praised at 7 -> 0, @entity1 at 8 -> 0                                      = 0
+    scores = word_distance_scores(CONTEXT, QUERY, CANDIDATES)
+    assert scores == {"@entity0": 6, "@entity1": 2, "@entity2": 0}
+    assert word_distance(CONTEXT, QUERY, CANDIDATES) == "@entity2"
+    assert word_distance_score(CONTEXT, QUERY, 8) == 2
+
+
+def test_word_distance_caps_each_word_at_the_max_penalty():
+    # m = 3: @entity0 pays min(6, 3) + 0; @entity1 @2 pays 3 + 2, @8 pays 2, @10 pays 3 + 2.
+    scores = word_distance_scores(CONTEXT, QUERY, CANDIDATES, max_penalty=3)
+    assert scores == {"@entity0": 3, "@entity1": 2, "@entity2": 0}
+    # A query word absent from the context pays the full penalty at every alignment.
+    scores = word_distance_scores(CONTEXT, [*QUERY, "zebra"], CANDIDATES, max_penalty=8)
+    assert scores == {"@entity0": 14, "@entity1": 10, "@entity2": 8}
+
+
+def test_word_distance_window_counts_only_nearby_query_words():
+    # window 1: only "praised" (+1) counts.
+    scores = word_distance_scores(CONTEXT, QUERY, CANDIDATES, window=1)
+    assert scores == {"@entity0": 6, "@entity1": 2, "@entity2": 0}
+    # The placeholder in the middle: "@entity0" at offset -1 and "smiled" at +1.
+    query = ["@entity0", "@placeholder", "smiled"]
+    # @entity1 @2:  @entity0 expected at 1 -> 1; smiled expected at 3, found at 11 -> 8 = 9
+    # @entity1 @8:  @entity0 expected at 7 -> 7; smiled expected at 9 -> 2              = 9
+    # @entity1 @10: @entity0 expected at 9 -> 9, capped at 8; smiled at 11 -> 0         = 8
+    assert word_distance_scores(CONTEXT, query, ["@entity1"]) == {"@entity1": 8}
+
+
+def test_word_distance_rejects_a_query_without_placeholder():
+    with pytest.raises(ValueError, match="@placeholder"):
+        word_distance(CONTEXT, ["praised"], CANDIDATES)
+    with pytest.raises(ValueError, match="max_penalty"):
+        word_distance_score(CONTEXT, QUERY, 0, max_penalty=0)
+
+
+def test_baseline_predictor_on_a_cloze_example():
+    ex = ClozeExample(
+        id="s:0:0",
+        story_id="s",
+        context=tuple(CONTEXT),
+        query=tuple(QUERY),
+        answer="@entity2",
+        candidates=tuple(CANDIDATES),
+    )
+    assert baseline_predictor("maximum_frequency")(ex) == "@entity1"
+    assert baseline_predictor("exclusive_frequency")(ex) == "@entity0"
+    assert baseline_predictor("word_distance")(ex) == "@entity2"
+    with pytest.raises(ValueError, match="choose one of"):
+        baseline_predictor("nearest")  # type: ignore[arg-type]

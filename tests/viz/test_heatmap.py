@@ -1,0 +1,271 @@
+"""Heatmap pages, PNGs and JSON sidecars, from plain data (no model needed)."""
+
+import html
+import json
+import math
+from html.parser import HTMLParser
+
+import pytest
+
+from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.viz.heatmap import (
+    HeatmapExample,
+    file_stem,
+    heatmap_examples,
+    intensities,
+    render_html,
+    render_index,
+    write_heatmaps,
+)
+
+NASTY = '<script>alert("x")</script>'
+
+
+def _softmax(scores):
+    top = max(scores)
+    exps = [math.exp(s - top) for s in scores]
+    return [e / sum(exps) for e in exps]
+
+
+def make_example(**overrides) -> HeatmapExample:
+    """A small example whose text holds markup, an ampersand, quotes and non-ASCII."""
+    context = (
+        "@entity0", "said", NASTY, "&", "Tom's", '"quoted"', "café", "Zürich", "—", "東京",
+        "@entity1", "met", "@entity0", "in", "@entity2", ".",
+    )  # fmt: skip
+    values = dict(
+        id='s1:0:0 <b>&"',
+        context=context,
+        query=("@placeholder", "met", "@entity1", "in", "@entity2"),
+        attention=tuple(_softmax([0.1 * i for i in range(len(context))])),
+        answer="@entity0",
+        prediction="@entity1",
+        probabilities={"@entity0": 0.3, "@entity1": 0.6, "@entity2": 0.1},
+        candidates=("@entity0", "@entity1", "@entity2"),
+        entities={"@entity0": "Ann <O'Neil> & Co", "@entity1": "Zoë", "@entity2": "Paris"},
+        context_length=40,
+        model="toy.ckpt",
+    )
+    values.update(overrides)
+    return HeatmapExample(**values)
+
+
+class PageAudit(HTMLParser):
+    """Collects what matters for safety: elements, URL attributes, text, inline CSS."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.urls: list[str] = []
+        self.text: list[str] = []
+        self.titles: list[str] = []
+        self.css: list[str] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self._in_style = tag == "style"
+        for name, value in attrs:
+            if name in ("src", "href", "action", "srcset", "data", "poster", "formaction"):
+                self.urls.append(value or "")
+            if name == "style":
+                self.css.append(value or "")
+            if name == "title":
+                self.titles.append(value or "")
+            assert not name.startswith("on"), f"event handler attribute {name}"
+
+    def handle_endtag(self, tag):
+        self._in_style = False
+
+    def handle_data(self, data):
+        (self.css if self._in_style else self.text).append(data)
+
+
+def audit(page: str) -> PageAudit:
+    parser = PageAudit()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def assert_self_contained(page: str) -> PageAudit:
+    a = audit(page)
+    assert "script" not in a.tags
+    for tag in ("iframe", "object", "embed", "link", "img", "base", "form"):
+        assert tag not in a.tags
+    for url in a.urls:
+        lowered = url.strip().lower()
+        assert not lowered.startswith(("http:", "https:", "//", "javascript:", "data:")), url
+        assert ":" not in lowered.split("/")[0], url  # no scheme at all: relative links only
+    for css in a.css:
+        assert "@import" not in css and "url(" not in css.lower(), css
+    return a
+
+
+def test_tokens_render_escaped_and_intact():
+    page = render_html(make_example())
+    a = assert_self_contained(page)
+    text = " ".join(a.text)
+    # The parser decodes entities: every token comes back exactly as it was.
+    for token in (NASTY, "&", "Tom's", '"quoted"', "café", "Zürich", "東京"):
+        assert token in text, token
+    assert "Ann <O'Neil> & Co" in text  # the names view
+    assert 's1:0:0 <b>&"' in text
+    assert NASTY not in page and html.escape(NASTY, quote=True) in page
+    assert '<b>&"' not in page  # the id's markup stays text
+    # Tooltips are escaped too, and parse back intact.
+    assert any("@entity0 = Ann <O'Neil> & Co" in t for t in a.titles)
+
+
+def test_page_shows_weights_outlines_and_truncation():
+    ex = make_example()
+    page = render_html(ex)
+    a = audit(page)
+    # One tooltip per context token with its weight (both views).
+    weight_titles = [t for t in a.titles if "weight " in t]
+    assert len(weight_titles) == 2 * len(ex.context)
+    assert f"weight {ex.attention[-1]:.4f}" in weight_titles[len(ex.context) - 1]
+    # The strongest token is full colour on the linear scale, the first one the weakest.
+    assert "rgba(245,130,32,1.000)" in page
+    assert 'class="t cand gold"' in page and 'class="t cand pred"' in page
+    assert "@placeholder" in " ".join(a.text)
+    assert "truncated: 24 more tokens" in " ".join(a.text)
+    assert "p = 0.600" in page and "p = 0.300" in page
+    assert "linear-gradient" in page  # the legend
+    assert "wrong" in " ".join(a.text)
+
+
+def test_normalized_scale_is_in_multiples_of_uniform():
+    assert intensities([0.5, 0.25, 0.25], "linear") == [1.0, 0.5, 0.5]
+    # n = 4, clip 2: w * n / 2, clipped.
+    assert intensities([0.7, 0.1, 0.1, 0.1], "normalized", clip=2) == pytest.approx(
+        [1.0, 0.2, 0.2, 0.2]
+    )
+    page = render_html(make_example(), scale="normalized", clip=5)
+    assert "clipped at 5" in page
+    with pytest.raises(ValueError, match="scale"):
+        render_html(make_example(), scale="log")  # type: ignore[arg-type]
+
+
+def test_impatient_reader_has_one_row_per_query_token():
+    base = make_example()
+    n, m = len(base.context), len(base.query)
+    rows = tuple(tuple(_softmax([(j + 1) * 0.05 * i for i in range(n)])) for j in range(m))
+    ex = make_example(attention=rows)
+    assert ex.per_query_token and ex.weights == rows[-1]
+    a = audit(render_html(ex))
+    row_titles = [t for t in a.titles if " after " in t]
+    assert len(row_titles) == m * n
+    with pytest.raises(ValueError, match="one row per query token"):
+        make_example(attention=rows[:-1])
+
+
+def test_hard_attention_marks_selected_tokens():
+    page = render_html(make_example(selected=(2, 10)))
+    assert page.count("selected by hard attention") == 4  # two tokens, two views
+    assert "Selected by hard attention: #2" in page
+    with pytest.raises(ValueError, match="outside"):
+        make_example(selected=(99,))
+
+
+def test_reader_without_attention():
+    page = render_html(make_example(attention=None))
+    assert_self_contained(page)
+    assert "no attention" in page
+
+
+def test_json_round_trip_and_files(tmp_path):
+    ex = make_example()
+    again = HeatmapExample.from_json(json.loads(json.dumps(ex.to_json())))
+    assert again == ex
+    entries = write_heatmaps([ex, make_example(id="b/2", prediction="@entity0")], tmp_path)
+    stem = file_stem(ex.id)
+    for suffix in (".html", ".json", ".png"):
+        assert (tmp_path / f"{stem}{suffix}").stat().st_size > 0
+    assert (tmp_path / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    sidecar = json.loads((tmp_path / f"{stem}.json").read_text(encoding="utf-8"))
+    assert sidecar["context"][2] == NASTY and sidecar["prediction"] == "@entity1"
+    assert sum(sidecar["attention"]) == pytest.approx(1.0)
+    index = (tmp_path / "index.html").read_text(encoding="utf-8")
+    a = assert_self_contained(index)
+    assert [e.correct for e in entries] == [False, True]
+    assert f"./{stem}.html" in a.urls
+    assert "1 answered correctly" in " ".join(a.text)
+
+
+def test_index_escapes_ids():
+    from attentive_reader.viz.heatmap import IndexEntry
+
+    entry = IndexEntry(NASTY, "x.html", True, "@entity0", "@entity0", 0.9, 0.9)
+    page = render_index([entry])
+    assert_self_contained(page)
+    assert NASTY in " ".join(audit(page).text)
+
+
+def test_file_stems_are_safe_and_unique():
+    assert file_stem("a/b:c") != file_stem("a_b_c")
+    assert "/" not in file_stem("../../etc/passwd") and not file_stem("..").startswith(".")
+
+
+def test_heatmap_examples_from_a_prediction_batch():
+    torch = pytest.importorskip("torch")
+    rows = {
+        "x": ClozeExample(
+            id="x",
+            story_id="s",
+            context=("@entity1", "won", "@entity0", "."),
+            query=("@placeholder", "won"),
+            answer="@entity1",
+            candidates=("@entity1", "@entity0"),
+            entities={"@entity0": "A", "@entity1": "B"},
+        ),
+        "y": ClozeExample(
+            id="y",
+            story_id="t",
+            context=("@entity0", "lost"),
+            query=("@entity0", "@placeholder"),
+            answer="@entity0",
+            candidates=("@entity0",),
+        ),
+    }
+    probs = torch.zeros(2, 4)
+    probs[0, 0], probs[0, 1], probs[1, 0] = 0.25, 0.75, 1.0
+    prediction = {
+        "ids": ["x", "y"],
+        "probs": probs,
+        "prediction": torch.tensor([1, 0]),
+        "answer": torch.tensor([1, 0]),
+        "attention": torch.tensor([[0.1, 0.6, 0.2, 0.1], [0.5, 0.5, 0.0, 0.0]]),
+        "selected": torch.tensor([[1], [0]]),
+    }
+    a, b = heatmap_examples(prediction, rows)
+    assert a.probabilities == {"@entity1": 0.75, "@entity0": 0.25}
+    assert a.prediction == "@entity1" and a.correct and a.selected == (1,)
+    assert b.context == ("@entity0", "lost") and b.attention == (0.5, 0.5)
+    assert not b.truncated
+
+
+def test_soft_reader_weights_in_the_sidecar_sum_to_one(tmp_path):
+    """A real (untrained) Attentive Reader on a padded batch: each sidecar's weights cover
+    exactly the example's own context and sum to 1."""
+    torch = pytest.importorskip("torch")
+    from attentive_reader.data.datamodule import ClozeDataModule
+    from attentive_reader.data.toy import write_toy_dataset
+    from attentive_reader.eval.inference import iterate_predictions
+    from attentive_reader.models import AttentiveReader
+
+    data = write_toy_dataset(tmp_path / "toy", num_train=6, num_validation=2, num_test=6)
+    datamodule = ClozeDataModule(str(data), num_entities=8)
+    torch.manual_seed(0)
+    reader = AttentiveReader(datamodule.vocab_size, datamodule.num_entities, 8, hidden_dim=8)
+    rows = {r["id"]: ClozeExample.from_row(r) for r in datamodule.examples("test")}
+    lengths = set()
+    for batch, output in iterate_predictions(reader, datamodule, "test", batch_size=6):
+        assert not bool(batch.context_mask.all())  # the batch is padded
+        for ex in heatmap_examples(output, rows, batch=batch):
+            sidecar = json.loads(json.dumps(ex.to_json()))
+            assert len(sidecar["attention"]) == len(rows[ex.id].context)
+            assert sum(sidecar["attention"]) == pytest.approx(1.0, abs=1e-5)
+            assert sum(sidecar["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
+            lengths.add(len(sidecar["context"]))
+    assert len(lengths) > 1
