@@ -1,0 +1,314 @@
+"""The manifest of a preprocessing run: counts, statistics, and their comparison table.
+
+Every run writes ``manifest.json`` beside the dataset. It records what went in (inputs,
+every option, the spaCy pipeline and the toolkit version), what happened to every record
+read (``read == kept + sum(skipped.values())``), how many examples each split holds, and the
+corpus statistics of Hermann et al. (2015), Table 1, so that a run can be compared with the
+published CNN / Daily Mail figures (``comparison_table``).
+
+Counting is done per shard (``ShardCounts``, summed with ``+``) so that shards processed on
+different machines add up to the same manifest as a single run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.table import Table
+
+from attentive_reader.corpus.records import SPLITS, ClozeExample, Skip
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_FORMAT = "attentive-reader/cloze-dataset"
+MANIFEST_VERSION = 1
+# Skips kept with their details (per shard and in the manifest); the rest are only counted.
+MAX_SKIP_DETAILS = 20
+
+# Hermann et al. (2015), Table 1 and Chen et al. (2016): the full corpora (train split for the
+# per-document figures). See ../shared/data/README.md.
+PUBLISHED: dict[str, dict[str, float | int]] = {
+    "CNN": {
+        "documents": 90_266,
+        "train": 380_298,
+        "validation": 3_924,
+        "test": 3_198,
+        "questions_per_document": 4.2,
+        "entities_per_document": 26.4,
+        "context_tokens": 761.8,
+        "query_tokens": 12.5,
+    },
+    "Daily Mail": {
+        "documents": 196_961,
+        "train": 879_450,
+        "validation": 64_835,
+        "test": 53_182,
+        "questions_per_document": 4.5,
+        "entities_per_document": 26.5,
+        "context_tokens": 813.1,
+        "query_tokens": 14.3,
+    },
+}
+
+
+@dataclass
+class ShardCounts:
+    """What happened to the records of one shard (or, summed, of a whole run).
+
+    A *record* is one story (from ``.story`` files, archives or datasets), one ``.question``
+    file, or one unreadable input reported by a source as a ``Skip``.
+
+    Attributes:
+        read: records read.
+        kept: records that gave at least one example.
+        skipped: reason -> number of records skipped for it.
+        stories: records that were stories (the rest were ``.question`` files or unreadable).
+        question_files: records that were ``.question`` files.
+        examples: split -> number of examples.
+        documents: kept stories (``.question`` documents are counted in ``question_docs``).
+        context_tokens: sum over kept stories of their context length.
+        entities: sum over kept stories of their number of distinct entities.
+        query_tokens: sum over all examples of their query length.
+        question_docs: story id -> (context tokens, entities) of the ``.question`` examples,
+            so that questions of one story spread over shards make one document.
+        skip_details: the first ``MAX_SKIP_DETAILS`` skips, as dicts.
+    """
+
+    read: int = 0
+    kept: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    stories: int = 0
+    question_files: int = 0
+    examples: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SPLITS, 0))
+    documents: int = 0
+    context_tokens: int = 0
+    entities: int = 0
+    query_tokens: int = 0
+    question_docs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    skip_details: list[dict[str, str]] = field(default_factory=list)
+
+    def add_skip(self, skip: Skip) -> None:
+        """Count one skipped record."""
+        self.skipped[skip.reason] = self.skipped.get(skip.reason, 0) + 1
+        if len(self.skip_details) < MAX_SKIP_DETAILS:
+            self.skip_details.append(
+                {"source": skip.source, "reason": skip.reason, "detail": skip.detail}
+            )
+
+    def add_story(self, split: str, examples: list[ClozeExample]) -> None:
+        """Count one kept story and its examples (they share one context)."""
+        self.kept += 1
+        self.documents += 1
+        self.context_tokens += len(examples[0].context)
+        self.entities += len(examples[0].candidates)
+        self.examples[split] += len(examples)
+        self.query_tokens += sum(len(e.query) for e in examples)
+
+    def add_question(self, split: str, example: ClozeExample) -> None:
+        """Count one example read from a ``.question`` file."""
+        self.kept += 1
+        self.examples[split] += 1
+        self.query_tokens += len(example.query)
+        self.question_docs.setdefault(
+            example.story_id, (len(example.context), len(example.candidates))
+        )
+
+    def __add__(self, other: ShardCounts) -> ShardCounts:
+        skipped = dict(self.skipped)
+        for reason, n in other.skipped.items():
+            skipped[reason] = skipped.get(reason, 0) + n
+        question_docs = dict(self.question_docs)
+        for story_id, value in other.question_docs.items():
+            question_docs.setdefault(story_id, value)
+        room = MAX_SKIP_DETAILS - len(self.skip_details)
+        return ShardCounts(
+            read=self.read + other.read,
+            kept=self.kept + other.kept,
+            skipped=skipped,
+            stories=self.stories + other.stories,
+            question_files=self.question_files + other.question_files,
+            examples={s: self.examples[s] + other.examples[s] for s in SPLITS},
+            documents=self.documents + other.documents,
+            context_tokens=self.context_tokens + other.context_tokens,
+            entities=self.entities + other.entities,
+            query_tokens=self.query_tokens + other.query_tokens,
+            question_docs=question_docs,
+            skip_details=self.skip_details + other.skip_details[: max(room, 0)],
+        )
+
+    def to_json(self) -> dict:
+        """A JSON-serializable dict (inverse: ``from_json``)."""
+        return {
+            "read": self.read,
+            "kept": self.kept,
+            "skipped": dict(sorted(self.skipped.items())),
+            "stories": self.stories,
+            "question_files": self.question_files,
+            "examples": dict(self.examples),
+            "documents": self.documents,
+            "context_tokens": self.context_tokens,
+            "entities": self.entities,
+            "query_tokens": self.query_tokens,
+            "question_docs": {k: list(v) for k, v in self.question_docs.items()},
+            "skip_details": list(self.skip_details),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> ShardCounts:
+        """Inverse of ``to_json``."""
+        return cls(
+            read=data["read"],
+            kept=data["kept"],
+            skipped=dict(data["skipped"]),
+            stories=data["stories"],
+            question_files=data["question_files"],
+            examples={s: data["examples"].get(s, 0) for s in SPLITS},
+            documents=data["documents"],
+            context_tokens=data["context_tokens"],
+            entities=data["entities"],
+            query_tokens=data["query_tokens"],
+            question_docs={k: (v[0], v[1]) for k, v in data["question_docs"].items()},
+            skip_details=list(data["skip_details"]),
+        )
+
+
+def total(counts: Iterable[ShardCounts]) -> ShardCounts:
+    """The sum of the counts of several shards, in order (skip details keep that order)."""
+    result = ShardCounts()
+    for c in counts:
+        result = result + c
+    return result
+
+
+def statistics(counts: ShardCounts) -> dict[str, float | int]:
+    """The corpus statistics of Table 1 of Hermann et al. (2015).
+
+    Documents are the kept stories plus the distinct stories of ``.question`` examples;
+    context tokens and entities are averaged over documents, query tokens over examples.
+    """
+    documents = counts.documents + len(counts.question_docs)
+    context = counts.context_tokens + sum(c for c, _ in counts.question_docs.values())
+    entities = counts.entities + sum(e for _, e in counts.question_docs.values())
+    examples = sum(counts.examples.values())
+    return {
+        "documents": documents,
+        "examples": examples,
+        "questions_per_document": round(examples / documents, 3) if documents else 0.0,
+        "entities_per_document": round(entities / documents, 3) if documents else 0.0,
+        "context_tokens": round(context / documents, 3) if documents else 0.0,
+        "query_tokens": round(counts.query_tokens / examples, 3) if examples else 0.0,
+    }
+
+
+def counts_section(counts: ShardCounts) -> dict:
+    """The ``counts`` section of the manifest: every record read is kept or skipped."""
+    return {
+        "read": counts.read,
+        "kept": counts.kept,
+        "skipped": dict(sorted(counts.skipped.items())),
+        "by_kind": {
+            "stories": counts.stories,
+            "question_files": counts.question_files,
+            "unreadable": counts.read - counts.stories - counts.question_files,
+        },
+    }
+
+
+def build_manifest(
+    *,
+    inputs: list[dict],
+    options: dict,
+    pipeline: dict | None,
+    toolkit_version: str,
+    run_key: str,
+    counts: ShardCounts,
+    num_shards: int,
+    partial: dict | None = None,
+) -> dict:
+    """The manifest of a run (``partial`` describes the shards of a ``--num-shards`` part)."""
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "format_version": MANIFEST_VERSION,
+        "complete": partial is None,
+        "toolkit": {"name": "attentive-reader", "version": toolkit_version},
+        "inputs": inputs,
+        "options": options,
+        "spacy": pipeline,
+        "run_key": run_key,
+        "shards": num_shards,
+        "counts": counts_section(counts),
+        "examples": dict(counts.examples),
+        "statistics": statistics(counts),
+        "skip_details": counts.skip_details,
+    }
+    if partial is not None:
+        manifest["partial"] = partial
+    return manifest
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Write ``data`` as JSON to ``path`` through a temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_manifest(directory: str | os.PathLike) -> dict | None:
+    """The manifest in ``directory``, or ``None`` when there is none (or it is unreadable)."""
+    path = Path(directory) / MANIFEST_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("format") == MANIFEST_FORMAT else None
+
+
+def _fmt(value: float | int | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.1f}"
+
+
+def comparison_table(manifest: dict) -> Table:
+    """The run's statistics beside the published CNN / Daily Mail figures (a rich Table).
+
+    Published per-document figures are for the train split of the full corpora.
+    """
+    stats = manifest["statistics"]
+    examples = manifest["examples"]
+    table = Table(title="Cloze corpus statistics (published: Hermann et al. 2015, Table 1)")
+    table.add_column("")
+    table.add_column("this run", justify="right")
+    for name in PUBLISHED:
+        table.add_column(name, justify="right")
+    rows: list[tuple[str, float | int | None, str]] = [
+        ("documents", stats["documents"], "documents"),
+        ("queries train", examples["train"], "train"),
+        ("queries validation", examples["validation"], "validation"),
+        ("queries test", examples["test"], "test"),
+        ("queries per document", stats["questions_per_document"], "questions_per_document"),
+        ("entities per document", stats["entities_per_document"], "entities_per_document"),
+        ("context tokens (avg)", stats["context_tokens"], "context_tokens"),
+        ("query tokens (avg)", stats["query_tokens"], "query_tokens"),
+    ]
+    for label, value, key in rows:
+        table.add_row(label, _fmt(value), *(_fmt(PUBLISHED[n][key]) for n in PUBLISHED))
+    return table
+
+
+def counts_table(manifest: dict) -> Table:
+    """Records read, kept and skipped by reason (a rich Table)."""
+    counts = manifest["counts"]
+    table = Table(title="Records")
+    table.add_column("")
+    table.add_column("count", justify="right")
+    table.add_row("read", _fmt(counts["read"]))
+    table.add_row("kept", _fmt(counts["kept"]))
+    for reason, n in counts["skipped"].items():
+        table.add_row(f"skipped: {reason}", _fmt(n))
+    return table

