@@ -1,0 +1,365 @@
+"""The hard-attention reader: picks k document tokens and reads only those (REINFORCE).
+
+Soft attention reads every token a little; this reader samples positions from a policy over
+the document, reads the chosen hidden states, and learns where to look from the reward of its
+answer with the score-function estimator (``nn/reinforce.py``). A straight-through
+Gumbel-softmax selection is available behind the same interface as a differentiable control.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.models.base import ClozeReader, OptimizerName
+from attentive_reader.models.output import ReaderOutput
+from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
+from attentive_reader.nn.encoders import RnnName, SequenceEncoder
+from attentive_reader.nn.masking import masked_log_softmax, masked_softmax
+from attentive_reader.nn.reinforce import (
+    EntropySchedule,
+    MovingAverageBaseline,
+    leave_one_out_baseline,
+    policy_entropy,
+    reinforce_loss,
+)
+from attentive_reader.nn.selection import Selection, SelectionStrategy, select_positions
+
+RewardName = Literal["log_likelihood", "correct"]
+BaselineName = Literal["none", "ema", "learned", "leave_one_out"]
+EvalModeName = Literal["greedy", "sample", "uniform"]
+SelectionName = Literal["reinforce", "gumbel"]
+ReadoutName = Literal["paper", "linear"]
+
+
+class HardAttentionReader(ClozeReader):
+    """Reads k selected document states instead of a soft average of all of them.
+
+    ``y_d(t)`` are the bidirectional document states (2h), ``u`` the query's final states
+    (2h), as in the Attentive Reader. Then::
+
+        pi(t)  = masked softmax over real tokens of score(y_d(t), u)    (the policy)
+        t_1..k ~ pi (sampled in training; the top k in evaluation)
+        r      = mean_j y_d(t_j)                                        (the reading)
+        g      = tanh(W_rg r + W_ug u) (readout="paper") | r (readout="linear")
+        p(a | d, q) = softmax over the candidate entities of W_a g
+
+    Training loss, averaged over the ``num_samples`` selections drawn per example::
+
+        CE(p, answer)                                   (trains encoders and read-out)
+        - (R - b) log pi(t_1..k)                        (REINFORCE; R, b detached)
+        + value_weight * (V - R)^2                      (baseline="learned" only)
+        - entropy_bonus * entropy_decay^step * H(pi)    (entropy bonus)
+
+    where ``R`` is ``log p(answer)`` (``reward="log_likelihood"``) or ``1[correct]``
+    (``reward="correct"``). With ``selection="gumbel"`` the REINFORCE and value terms are
+    replaced by the straight-through Gumbel-softmax gradient of the cross-entropy.
+
+    ``forward`` returns ``ReaderOutput(logits, attention=pi (b, n), selected=(b, k))``;
+    ``selected`` holds the positions read (the first sample's when several are drawn), and
+    ``-1`` in slots left empty because the context has fewer than k tokens (without
+    replacement). ``extras`` holds ``policy_log_prob`` (b, s), ``sample_logits`` (b, s, e),
+    ``samples_selected`` (b, s, k), ``entropy`` (b,) and, for the learned baseline,
+    ``value`` (b,).
+
+    Args:
+        vocab_size: number of token ids (linked from the data module).
+        num_entities: number of entity ids ``e`` (linked from the data module).
+        embedding_dim: word embedding size ``d``.
+        hidden_dim: hidden size ``h`` of each direction of each encoder.
+        num_layers: stacked recurrent layers in each encoder.
+        dropout: dropout on the embeddings (and between stacked layers).
+        rnn: ``lstm`` or ``gru``.
+        scorer: the policy's scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear``.
+        attention_dim: hidden size of the additive scorer (default ``2h``).
+        readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
+        k: positions read per selection.
+        replacement: draw the k positions with replacement (independent draws) or without.
+        num_samples: selections drawn per example in training (``s``); the leave-one-out
+            baseline needs at least 2.
+        reward: ``log_likelihood`` (log-probability of the answer) or ``correct``.
+        baseline: ``none``, ``ema`` (moving average of the reward), ``learned`` (a value
+            head on the detached query and mean document state, fitted by MSE) or
+            ``leave_one_out`` (the mean reward of the other samples of the same example).
+        baseline_decay: the moving average's decay (``ema``).
+        value_weight: weight of the value head's MSE (``learned``).
+        entropy_bonus: initial weight of the policy-entropy bonus (0: off).
+        entropy_decay: per-step multiplicative decay of that weight, in (0, 1].
+        eval_mode: evaluation selection: ``greedy`` (the top k), ``sample`` (the answer
+            distribution averaged over ``eval_samples`` sampled selections) or ``uniform``
+            (k positions drawn uniformly, ignoring the policy: the untrained-selection
+            control).
+        eval_samples: samples averaged by ``eval_mode="sample"`` / ``"uniform"``.
+        selection: ``reinforce`` (score-function estimator) or ``gumbel``
+            (straight-through Gumbel-softmax, a differentiable control).
+        gumbel_temperature: the Gumbel-softmax temperature.
+        word_vectors: optional GloVe-format file to initialise the embeddings.
+        optimizer: default optimiser (``sgd``, ``adam``, ``rmsprop``).
+        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
+        weight_decay: L2 penalty of the default optimiser.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_entities: int,
+        embedding_dim: int = 100,
+        hidden_dim: int = 128,
+        num_layers: int = 1,
+        dropout: float = 0.2,
+        rnn: RnnName = "lstm",
+        scorer: ScorerName = "bilinear",
+        attention_dim: int | None = None,
+        readout: ReadoutName = "linear",
+        k: int = 1,
+        replacement: bool = False,
+        num_samples: int = 4,
+        reward: RewardName = "log_likelihood",
+        baseline: BaselineName = "leave_one_out",
+        baseline_decay: float = 0.9,
+        value_weight: float = 1.0,
+        entropy_bonus: float = 0.01,
+        entropy_decay: float = 0.999,
+        eval_mode: EvalModeName = "greedy",
+        eval_samples: int = 8,
+        selection: SelectionName = "reinforce",
+        gumbel_temperature: float = 1.0,
+        word_vectors: str | None = None,
+        optimizer: OptimizerName = "adam",
+        lr: float | None = None,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(
+            vocab_size,
+            num_entities,
+            embedding_dim=embedding_dim,
+            word_vectors=word_vectors,
+            optimizer=optimizer,
+            lr=lr,
+            weight_decay=weight_decay,
+        )
+        _check_choice("scorer", scorer, SCORER_NAMES)
+        _check_choice("readout", readout, ("paper", "linear"))
+        _check_choice("reward", reward, ("log_likelihood", "correct"))
+        _check_choice("baseline", baseline, ("none", "ema", "learned", "leave_one_out"))
+        _check_choice("eval_mode", eval_mode, ("greedy", "sample", "uniform"))
+        _check_choice("selection", selection, ("reinforce", "gumbel"))
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        for name, value in (("k", k), ("num_samples", num_samples), ("eval_samples", eval_samples)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if baseline == "leave_one_out" and num_samples < 2:
+            raise ValueError(
+                "baseline='leave_one_out' needs num_samples >= 2 (it averages the rewards of "
+                f"the other samples of each example), got num_samples={num_samples}"
+            )
+        if selection == "gumbel" and baseline != "none":
+            raise ValueError(
+                "selection='gumbel' trains the policy through the straight-through gradient, "
+                f"without a baseline: set baseline='none' (got {baseline!r})"
+            )
+        if value_weight < 0:
+            raise ValueError(f"value_weight must be >= 0, got {value_weight}")
+        if gumbel_temperature <= 0:
+            raise ValueError(f"gumbel_temperature must be > 0, got {gumbel_temperature}")
+        self.k = k
+        self.replacement = replacement
+        self.num_samples = num_samples
+        self.reward_name = reward
+        self.baseline_name = baseline
+        self.value_weight = value_weight
+        self.eval_mode = eval_mode
+        self.eval_samples = eval_samples
+        self.selection = selection
+        self.gumbel_temperature = gumbel_temperature
+        self.entropy_schedule = EntropySchedule(entropy_bonus, entropy_decay)
+        self.moving_average = MovingAverageBaseline(baseline_decay)
+
+        self.dropout = nn.Dropout(dropout)
+        self.document_encoder = SequenceEncoder(
+            embedding_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+        )
+        self.query_encoder = SequenceEncoder(
+            embedding_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+        )
+        states = self.document_encoder.output_dim  # 2h
+        self.scorer = build_scorer(scorer, states, states, attention_dim)
+        self.readout = readout
+        if readout == "paper":
+            self.read_proj = nn.Linear(states, states, bias=False)  # W_rg
+            self.query_proj = nn.Linear(states, states)  # W_ug (and the bias)
+        self.output = nn.Linear(states, num_entities)  # W_a
+        self.value_head = (
+            nn.Sequential(nn.Linear(2 * states, states), nn.Tanh(), nn.Linear(states, 1))
+            if baseline == "learned"
+            else None
+        )
+
+    # --- reading -------------------------------------------------------------------------
+
+    def forward(self, batch: ClozeBatch) -> ReaderOutput:
+        """Read a batch (letters as in ``ClozeBatch``; ``s`` samples, ``k`` positions).
+
+        In training mode, ``num_samples`` selections are drawn per example (sampled, or
+        Gumbel-softmax); in evaluation mode ``eval_mode`` decides. ``logits`` are the
+        candidate-masked log of the answer distribution averaged over the samples (with one
+        sample: that sample's logits).
+        """
+        document = self.dropout(self.embedding(batch.context))  # (b, n, d)
+        query = self.dropout(self.embedding(batch.query))  # (b, m, d)
+        mask = batch.context_mask  # (b, n)
+        y_d, _ = self.document_encoder(document, mask)  # (b, n, 2h)
+        _, u = self.query_encoder(query, batch.query_mask)  # (b, 2h)
+        scores = self.scorer.score(y_d, u).float()  # (b, n)
+        log_policy = masked_log_softmax(scores, mask)  # (b, n)
+        policy = masked_softmax(scores, mask)  # (b, n)
+
+        strategy, samples = self._strategy()
+        b, n = mask.shape
+        flat_log_policy = log_policy.repeat_interleave(samples, dim=0)  # (b*s, n)
+        flat_mask = mask.repeat_interleave(samples, dim=0)  # (b*s, n)
+        if strategy == "uniform":  # ignore the policy: every real token equally likely
+            flat_log_policy = masked_log_softmax(torch.zeros_like(flat_log_policy), flat_mask)
+            strategy = "sample"
+        chosen: Selection = select_positions(
+            flat_log_policy,
+            flat_mask,
+            self.k,
+            strategy=strategy,
+            replacement=self.replacement,
+            temperature=self.gumbel_temperature,
+        )
+        weights = chosen.weights.to(y_d.dtype).view(b, samples, n)  # (b, s, n)
+        r = torch.bmm(weights, y_d).flatten(0, 1)  # (b*s, 2h): the mean of the chosen states
+        flat_u = u.repeat_interleave(samples, dim=0)  # (b*s, 2h)
+        candidates = batch.candidates.repeat_interleave(samples, dim=0)  # (b*s, e)
+        sample_logits = self.answer_logits(self._read_out(r, flat_u), candidates)  # (b*s, e)
+        sample_logits = sample_logits.view(b, samples, -1)  # (b, s, e)
+        if samples == 1:
+            logits = sample_logits[:, 0]  # (b, e)
+        else:  # log of the mean answer distribution over the samples
+            log_mean = torch.logsumexp(sample_logits.float().log_softmax(-1), 1) - math.log(samples)
+            logits = self.answer_logits(log_mean, batch.candidates)  # (b, e)
+
+        positions = chosen.positions.masked_fill(~chosen.valid, -1).view(b, samples, self.k)
+        extras: dict[str, Tensor] = {
+            "policy_log_prob": chosen.log_prob.view(b, samples),  # (b, s)
+            "sample_logits": sample_logits,  # (b, s, e)
+            "samples_selected": positions,  # (b, s, k)
+            "entropy": policy_entropy(log_policy, mask),  # (b,)
+        }
+        if self.value_head is not None:
+            lengths = mask.sum(1, keepdim=True).clamp_min(1).to(y_d.dtype)  # (b, 1)
+            mean_state = y_d.sum(1) / lengths  # (b, 2h); y_d is 0 on padding
+            features = torch.cat([u, mean_state], dim=-1).detach()  # (b, 4h)
+            extras["value"] = self.value_head(features).squeeze(-1).float()  # (b,)
+        return ReaderOutput(
+            logits=logits, attention=policy, selected=positions[:, 0], extras=extras
+        )
+
+    def _strategy(self) -> tuple[SelectionStrategy | Literal["uniform"], int]:
+        """The selection strategy and the number of samples for the current mode."""
+        if self.training:
+            return ("gumbel" if self.selection == "gumbel" else "sample"), self.num_samples
+        if self.eval_mode == "greedy":
+            return "greedy", 1
+        return self.eval_mode, self.eval_samples
+
+    def _read_out(self, r: Tensor, u: Tensor) -> Tensor:
+        """Raw answer scores (b, e) from the reading r (b, 2h) and the query u (b, 2h)."""
+        if self.readout == "paper":
+            g = torch.tanh(self.read_proj(r) + self.query_proj(u))  # (b, 2h)
+        else:
+            g = r
+        return self.output(g)
+
+    # --- training ------------------------------------------------------------------------
+
+    def training_step(self, batch: ClozeBatch, batch_idx: int) -> Tensor:
+        """Cross-entropy of the read-out + REINFORCE (+ value MSE) - entropy bonus.
+
+        Logged per step: ``train_loss``, ``train_ce``, ``train_reward`` (mean), ``train_baseline``
+        (mean), ``train_advantage_var``, ``train_entropy`` (mean policy entropy, nats),
+        ``train_entropy_weight``, and ``train_value_loss`` for the learned baseline; plus
+        ``train_acc`` over the epoch.
+        """
+        output = self(batch)
+        extras = output.extras
+        reward, nll = self.rewards(extras["sample_logits"], batch.answer)  # (b, s), (b, s)
+        ce = nll.mean()
+        loss = ce
+        size = len(batch)
+        logged: dict[str, Tensor | float] = {"ce": ce.detach()}
+
+        if self.selection == "reinforce":
+            baseline = self._baseline(reward, extras)  # broadcastable to (b, s)
+            loss = loss + reinforce_loss(extras["policy_log_prob"], reward, baseline)
+            advantage = reward - baseline
+            if "value" in extras:
+                value_loss = (extras["value"].unsqueeze(1) - reward).pow(2).mean()
+                loss = loss + self.value_weight * value_loss
+                logged["value_loss"] = value_loss.detach()
+            logged |= {
+                "reward": reward.mean(),
+                "baseline": torch.as_tensor(baseline, dtype=reward.dtype).float().mean(),
+                "advantage_var": advantage.var(unbiased=False),
+            }
+
+        entropy = extras["entropy"].mean()
+        weight = self.entropy_schedule(self.global_step)
+        if weight > 0:
+            loss = loss - weight * entropy
+        logged |= {"entropy": entropy.detach(), "entropy_weight": weight}
+
+        self.train_acc.update(output.logits.float().argmax(-1), batch.answer)
+        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=size)
+        self.log("train_acc", self.train_acc, on_epoch=True, prog_bar=True, batch_size=size)
+        for name, value in logged.items():
+            self.log(f"train_{name}", value, on_step=True, on_epoch=False, batch_size=size)
+        return loss
+
+    def rewards(self, sample_logits: Tensor, answer: Tensor) -> tuple[Tensor, Tensor]:
+        """The reward of each sampled reading and its cross-entropy.
+
+        Args:
+            sample_logits: candidate-masked answer logits of each sample, (b, s, e).
+            answer: the answer entity ids, (b,).
+
+        Returns:
+            ``reward`` (b, s), detached: ``log p(answer)`` or ``1[argmax == answer]``; and
+            ``nll`` (b, s), the per-sample cross-entropy (differentiable).
+        """
+        sample_logits = sample_logits.float()
+        b, samples, e = sample_logits.shape
+        answer = answer.unsqueeze(1).expand(b, samples)  # (b, s)
+        nll = F.cross_entropy(
+            sample_logits.reshape(b * samples, e), answer.reshape(-1), reduction="none"
+        ).view(b, samples)  # (b, s)
+        if self.reward_name == "log_likelihood":
+            reward = -nll.detach()
+        else:
+            reward = (sample_logits.argmax(-1) == answer).to(nll.dtype)
+        return reward, nll
+
+    def _baseline(self, reward: Tensor, extras: dict[str, Tensor]) -> Tensor:
+        """The configured baseline for ``reward`` (b, s), detached, broadcastable to it."""
+        if self.baseline_name == "ema":
+            value = self.moving_average().to(reward.dtype)  # before seeing this batch
+            self.moving_average.update(reward)
+            return value
+        if self.baseline_name == "learned":
+            return extras["value"].detach().unsqueeze(1)  # (b, 1)
+        if self.baseline_name == "leave_one_out":
+            return leave_one_out_baseline(reward)  # (b, s)
+        return torch.zeros((), dtype=reward.dtype, device=reward.device)
+
+
+def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
