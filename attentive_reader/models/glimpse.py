@@ -1,0 +1,417 @@
+"""Glimpse readers: differentiable windows over the document (DRAW and spatial transformers).
+
+Between soft attention (reads every token, differentiable) and hard attention (reads k
+tokens, trained with REINFORCE) lie windows whose *location* is differentiable: the query
+predicts where to look (a centre and a stride for ``N`` grid points), and the reader reads
+the document states through a Gaussian filterbank (``GaussianGlimpseReader``, DRAW) or by
+linear interpolation at the grid points (``TransformerGlimpseReader``, the spatial
+transformer's sampler). Over ``K`` glimpses an LSTM-cell controller moves the window, a
+differentiable counterpart of the recurrent visual attention model's sequence of looks.
+
+The maths lives in ``attentive_reader/nn/glimpse.py``; this file wires it into readers.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.models.base import ClozeReader, OptimizerName
+from attentive_reader.models.output import ReaderOutput
+from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
+from attentive_reader.nn.encoders import RnnName, SequenceEncoder
+from attentive_reader.nn.glimpse import (
+    clamp_to_document,
+    gaussian_filterbank,
+    glimpse_parameters,
+    grid_points,
+    interpolation_weights,
+    linear_sample,
+    position_weights,
+    sampled_mask,
+    support_mask,
+)
+
+ReadoutName = Literal["paper", "linear"]
+GlimpseReadoutName = Literal["attend", "flatten"]
+SUPPORT_THRESHOLD = 1e-3  # a Gaussian filter weight above this counts as reading the token
+# The locator's initial (g~, delta~, sigma~, gamma~): centre mid-document, stride
+# sigmoid(3) = 0.95 of (L-1)/(N-1), width exp(-0.7) = 0.5 of L/N, intensity 1.
+INITIAL_RAW = (0.0, 3.0, -0.7, 0.0)
+
+
+class _GlimpseReader(ClozeReader):
+    """What both glimpse readers share: encoders, the locator, the controller, the read-out.
+
+    Per glimpse ``k = 1..K``, with ``u`` the query state and ``c_{k-1}`` the controller state
+    (only when ``K > 1``; ``c_0 = 0``)::
+
+        (g, delta, ...) = scaled(W_loc [u; c_{k-1}] + b_loc)     (nn/glimpse.py)
+        G_k             = the N read states, (N, 2h)             (subclass: filterbank/sampler)
+        r_k             = sum_i a_i G_k[i], a = softmax_i score(G_k[i], u)  (glimpse_readout="attend")
+                        | W_flat vec(G_k)                                  (glimpse_readout="flatten")
+        c_k             = LSTMCell(r_k, c_{k-1})                 (K > 1)
+    then ``r = r_1`` (K = 1) or ``r = c_K`` (K > 1) and the Attentive Reader's read-out.
+
+    Subclasses pass ``num_raw`` (how many location values they predict) and implement
+    :meth:`look`.
+    """
+
+    def __init__(
+        self,
+        num_raw: int,
+        vocab_size: int,
+        num_entities: int,
+        embedding_dim: int,
+        hidden_dim: int,
+        num_layers: int,
+        dropout: float,
+        rnn: RnnName,
+        num_filters: int,
+        num_glimpses: int,
+        glimpse_readout: GlimpseReadoutName,
+        scorer: ScorerName,
+        attention_dim: int | None,
+        readout: ReadoutName,
+        word_vectors: str | None,
+        optimizer: OptimizerName,
+        lr: float | None,
+        weight_decay: float,
+    ) -> None:
+        super().__init__(
+            vocab_size,
+            num_entities,
+            embedding_dim=embedding_dim,
+            word_vectors=word_vectors,
+            optimizer=optimizer,
+            lr=lr,
+            weight_decay=weight_decay,
+        )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        for name, value in (("num_filters", num_filters), ("num_glimpses", num_glimpses)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if glimpse_readout not in ("attend", "flatten"):
+            raise ValueError(
+                f"glimpse_readout must be 'attend' or 'flatten', got {glimpse_readout!r}"
+            )
+        if scorer not in SCORER_NAMES:
+            raise ValueError(f"scorer must be one of {', '.join(SCORER_NAMES)}, got {scorer!r}")
+        if readout not in ("paper", "linear"):
+            raise ValueError(f"readout must be 'paper' or 'linear', got {readout!r}")
+        self.num_filters = num_filters
+        self.num_glimpses = num_glimpses
+        self.glimpse_readout = glimpse_readout
+        self.readout = readout
+
+        self.dropout = nn.Dropout(dropout)
+        self.document_encoder = SequenceEncoder(
+            embedding_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+        )
+        self.query_encoder = SequenceEncoder(
+            embedding_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+        )
+        states = self.document_encoder.output_dim  # 2h
+        recurrent = num_glimpses > 1
+        # W_loc: from [u; c] (or u alone for one glimpse) to the unconstrained parameters.
+        self.locator = nn.Linear(states * (2 if recurrent else 1), num_raw)
+        # Start every glimpse as an even scan of the whole document (the grid spans 95% of
+        # it, neighbouring filters overlap at half their spacing); training then moves and
+        # narrows it per query.
+        nn.init.zeros_(self.locator.weight)
+        with torch.no_grad():
+            self.locator.bias.copy_(torch.tensor(INITIAL_RAW[:num_raw]))
+        self.controller = nn.LSTMCell(states, states) if recurrent else None
+        if glimpse_readout == "attend":
+            self.scorer = build_scorer(scorer, states, states, attention_dim)
+        else:
+            self.flatten = nn.Linear(num_filters * states, states)  # W_flat
+        if readout == "paper":
+            self.read_proj = nn.Linear(states, states, bias=False)  # W_rg
+            self.query_proj = nn.Linear(states, states)  # W_ug (and the bias)
+        self.output = nn.Linear(states, num_entities)  # W_a
+
+    def look(
+        self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor]]:
+        """One glimpse.
+
+        Args:
+            y_d: (b, n, 2h) document states, 0 on padding.
+            mask: (b, n) bool.
+            lengths: (b,) true lengths.
+            raw: (b, num_raw) the locator's unconstrained output.
+
+        Returns:
+            ``glimpse`` (b, N, 2h); ``weights`` (b, N, n): each read state as weights over
+            the positions (for heatmaps); ``read`` (b, n) bool: the tokens this glimpse
+            read; and per-glimpse values for ``extras``, each (b, ...), stacked over
+            glimpses by :meth:`forward`.
+        """
+        raise NotImplementedError
+
+    def forward(self, batch: ClozeBatch) -> ReaderOutput:
+        """Read a batch (letters as in ``ClozeBatch``; ``K`` glimpses of ``N`` filters).
+
+        Returns:
+            ``ReaderOutput`` with ``logits`` (b, e); ``attention`` (b, n): the weights of all
+            filters of all glimpses summed and normalised to 1 over the real tokens; and
+            ``extras`` holding each glimpse's parameters stacked as (b, K) or (b, K, N)
+            (see the subclass), ``glimpse_attention`` (b, K, n) (the same normalisation per
+            glimpse), ``filter_weights`` (b, K, N) (the read-out's weights over the filters,
+            ``glimpse_readout="attend"`` only) and ``tokens_read`` (b,) long.
+        """
+        mask = batch.context_mask  # (b, n)
+        document = self.dropout(self.embedding(batch.context))  # (b, n, d)
+        query = self.dropout(self.embedding(batch.query))  # (b, m, d)
+        y_d, _ = self.document_encoder(document, mask)  # (b, n, 2h)
+        _, u = self.query_encoder(query, batch.query_mask)  # (b, 2h)
+        lengths = mask.sum(1)  # (b,)
+
+        state: tuple[Tensor, Tensor] | None = None
+        if self.controller is not None:
+            zeros = u.new_zeros(u.shape)  # (b, 2h)
+            state = (zeros, zeros)
+        all_weights: list[Tensor] = []
+        read = torch.zeros_like(mask)  # (b, n) bool: tokens read by any glimpse
+        per_glimpse: dict[str, list[Tensor]] = {}
+        r = u
+        for _ in range(self.num_glimpses):
+            where = u if state is None else torch.cat([u, state[0]], dim=-1)  # (b, 2h | 4h)
+            glimpse, weights, looked, values = self.look(y_d, mask, lengths, self.locator(where))
+            read = read | looked
+            r, filter_weights = self._combine(glimpse, u)  # (b, 2h), (b, N) | None
+            if filter_weights is not None:
+                values["filter_weights"] = filter_weights
+            if state is not None:
+                state = self.controller(r, state)  # LSTMCell: (h, c), each (b, 2h)
+                r = state[0]  # the reading is the controller's state, as in RAM
+            all_weights.append(weights)
+            for key, value in values.items():
+                per_glimpse.setdefault(key, []).append(value)
+
+        filters = torch.stack(all_weights, dim=1)  # (b, K, N, n)
+        if self.readout == "paper":
+            g = torch.tanh(self.read_proj(r) + self.query_proj(u))  # (b, 2h)
+        else:
+            g = r
+        logits = self.answer_logits(self.output(g), batch.candidates)  # (b, e)
+        extras = {key: torch.stack(values, dim=1) for key, values in per_glimpse.items()}
+        extras["glimpse_attention"] = torch.stack(
+            [position_weights(w, mask) for w in all_weights], dim=1
+        )  # (b, K, n)
+        extras["tokens_read"] = read.sum(-1)  # (b,)
+        return ReaderOutput(logits=logits, attention=position_weights(filters, mask), extras=extras)
+
+    def _combine(self, glimpse: Tensor, u: Tensor) -> tuple[Tensor, Tensor | None]:
+        """The reading ``r`` (b, 2h) of one glimpse (b, N, 2h), and the filter weights."""
+        if self.glimpse_readout == "flatten":
+            return self.flatten(glimpse.flatten(1)), None  # (b, 2h)
+        every = torch.ones(glimpse.shape[:2], dtype=torch.bool, device=glimpse.device)  # (b, N)
+        a = self.scorer(glimpse, u, every)  # (b, N)
+        return torch.bmm(a.unsqueeze(1), glimpse).squeeze(1), a  # (b, 2h), (b, N)
+
+
+class GaussianGlimpseReader(_GlimpseReader):
+    """Reads the document through a Gaussian filterbank whose place the query decides (DRAW).
+
+    Per glimpse, with ``L`` the document's true length and ``t = 0..L-1``::
+
+        g = (L-1) sigmoid(g~),  delta = (L-1)/(N-1) sigmoid(delta~),
+        sigma = L/N exp(sigma~),  gamma = exp(gamma~)  (intensity=True; else gamma = 1)
+        mu_i    = g + (i - N/2 - 0.5) delta,                      i = 1..N
+        F[i, t] = exp(-(t - mu_i)^2 / (2 sigma^2)) / sum_{real t'} exp(-(t' - mu_i)^2 / (2 sigma^2))
+        G       = gamma F y_d                                     (N, 2h)
+
+    then the read-out of ``_GlimpseReader`` (see ``GlimpseReadoutName``). The locator starts
+    as an even scan of the whole document (``INITIAL_RAW``). ``extras``: ``centre``,
+    ``stride``, ``width`` and, with ``intensity``, ``intensity`` (b, K); ``points`` (b, K, N)
+    (the ``mu_i``); ``glimpse_attention`` (b, K, n); ``filter_weights`` (b, K, N) with
+    ``glimpse_readout="attend"``; ``tokens_read`` (b,): positions where some filter's weight
+    exceeds 1e-3 (the filterbank's effective support).
+
+    Args:
+        vocab_size: number of token ids (linked from the data module).
+        num_entities: number of entity ids ``e`` (linked from the data module).
+        embedding_dim: word embedding size ``d``.
+        hidden_dim: hidden size ``h`` of each direction of each encoder.
+        num_layers: stacked recurrent layers in each encoder.
+        dropout: dropout on the embeddings (and between stacked layers).
+        rnn: ``lstm`` or ``gru``.
+        num_filters: ``N``, Gaussian filters per glimpse.
+        num_glimpses: ``K``; more than 1 adds the LSTM-cell controller that places each next
+            glimpse from what the previous ones read.
+        glimpse_readout: ``attend`` (score the N filtered states against the query with
+            ``scorer`` and average them, as the Attentive Reader does with tokens) or
+            ``flatten`` (DRAW's: a linear map of the concatenated N states).
+        scorer: the ``attend`` scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear``.
+        attention_dim: hidden size of the additive scorer (default ``2h``).
+        readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
+        intensity: predict DRAW's intensity ``gamma`` and scale each glimpse by it. Off by
+            default: on the toy task it shrinks towards 0 early in training, silencing the
+            read-out, and the reader stays at chance (test accuracy 0.17 against 0.90 without).
+        word_vectors: optional GloVe-format file to initialise the embeddings.
+        optimizer: default optimiser (``sgd``, ``adam``, ``rmsprop``).
+        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
+        weight_decay: L2 penalty of the default optimiser.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_entities: int,
+        embedding_dim: int = 100,
+        hidden_dim: int = 128,
+        num_layers: int = 1,
+        dropout: float = 0.2,
+        rnn: RnnName = "lstm",
+        num_filters: int = 8,
+        num_glimpses: int = 1,
+        glimpse_readout: GlimpseReadoutName = "attend",
+        scorer: ScorerName = "bilinear",
+        attention_dim: int | None = None,
+        readout: ReadoutName = "linear",
+        intensity: bool = False,
+        word_vectors: str | None = None,
+        optimizer: OptimizerName = "adam",
+        lr: float | None = None,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(
+            4 if intensity else 3,  # centre, stride, width (, intensity)
+            vocab_size,
+            num_entities,
+            embedding_dim,
+            hidden_dim,
+            num_layers,
+            dropout,
+            rnn,
+            num_filters,
+            num_glimpses,
+            glimpse_readout,
+            scorer,
+            attention_dim,
+            readout,
+            word_vectors,
+            optimizer,
+            lr,
+            weight_decay,
+        )
+        self.intensity = intensity
+
+    def look(
+        self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor]]:
+        params = glimpse_parameters(raw, lengths, self.num_filters)  # each (b,), float32
+        mu = grid_points(params.centre, params.stride, self.num_filters)  # (b, N)
+        filters = gaussian_filterbank(mu, params.width, mask)  # (b, N, n)
+        glimpse = torch.bmm(filters.to(y_d.dtype), y_d)  # (b, N, 2h)
+        if self.intensity:
+            glimpse = glimpse * params.intensity.to(y_d.dtype).view(-1, 1, 1)  # gamma F y_d
+        values = {
+            "centre": params.centre,
+            "stride": params.stride,
+            "width": params.width,
+            "points": mu,
+        }
+        if self.intensity:
+            values["intensity"] = params.intensity
+        return glimpse, filters, support_mask(filters, SUPPORT_THRESHOLD), values
+
+
+class TransformerGlimpseReader(_GlimpseReader):
+    """Reads the document at N fractional positions by linear interpolation (spatial transformer).
+
+    Per glimpse, with ``L`` the document's true length::
+
+        g = (L-1) sigmoid(g~),  delta = (L-1)/(N-1) sigmoid(delta~)
+        p_i  = clamp(g + (i - N/2 - 0.5) delta, 0, L-1),                     i = 1..N
+        G[i] = (1 - frac_i) y_d(floor p_i) + frac_i y_d(floor p_i + 1),     frac_i = p_i - floor p_i
+
+    Only the two real tokens around each point are read (at most ``2N`` per glimpse); the
+    gradient reaches ``g`` and ``delta`` through ``frac_i`` only, as with image sampling
+    grids. Then the read-out of ``_GlimpseReader``; the grid starts spanning 95% of the
+    document (``INITIAL_RAW``). ``attention`` sums the interpolation
+    weights ``max(0, 1 - |t - p_i|)`` over the points. ``extras``: ``centre``, ``stride``
+    (b, K); ``points`` (b, K, N) (the clamped ``p_i``); ``glimpse_attention`` (b, K, n);
+    ``filter_weights`` (b, K, N) with ``glimpse_readout="attend"``; ``tokens_read`` (b,):
+    distinct tokens gathered over all glimpses.
+
+    Args:
+        vocab_size: number of token ids (linked from the data module).
+        num_entities: number of entity ids ``e`` (linked from the data module).
+        embedding_dim: word embedding size ``d``.
+        hidden_dim: hidden size ``h`` of each direction of each encoder.
+        num_layers: stacked recurrent layers in each encoder.
+        dropout: dropout on the embeddings (and between stacked layers).
+        rnn: ``lstm`` or ``gru``.
+        num_filters: ``N``, sampling points per glimpse.
+        num_glimpses: ``K``; more than 1 adds the LSTM-cell controller.
+        glimpse_readout: ``attend`` or ``flatten`` (see ``GaussianGlimpseReader``).
+        scorer: the ``attend`` scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear``.
+        attention_dim: hidden size of the additive scorer (default ``2h``).
+        readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
+        word_vectors: optional GloVe-format file to initialise the embeddings.
+        optimizer: default optimiser (``sgd``, ``adam``, ``rmsprop``).
+        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
+        weight_decay: L2 penalty of the default optimiser.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_entities: int,
+        embedding_dim: int = 100,
+        hidden_dim: int = 128,
+        num_layers: int = 1,
+        dropout: float = 0.2,
+        rnn: RnnName = "lstm",
+        num_filters: int = 8,
+        num_glimpses: int = 1,
+        glimpse_readout: GlimpseReadoutName = "attend",
+        scorer: ScorerName = "bilinear",
+        attention_dim: int | None = None,
+        readout: ReadoutName = "linear",
+        word_vectors: str | None = None,
+        optimizer: OptimizerName = "adam",
+        lr: float | None = None,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(
+            2,  # centre, stride
+            vocab_size,
+            num_entities,
+            embedding_dim,
+            hidden_dim,
+            num_layers,
+            dropout,
+            rnn,
+            num_filters,
+            num_glimpses,
+            glimpse_readout,
+            scorer,
+            attention_dim,
+            readout,
+            word_vectors,
+            optimizer,
+            lr,
+            weight_decay,
+        )
+
+    def look(
+        self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor]]:
+        params = glimpse_parameters(raw, lengths, self.num_filters)  # centre, stride: (b,)
+        points = grid_points(params.centre, params.stride, self.num_filters)  # (b, N)
+        glimpse = linear_sample(y_d, points, lengths)  # (b, N, 2h)
+        weights = interpolation_weights(points, lengths, mask.shape[1])  # (b, N, n)
+        values = {
+            "centre": params.centre,
+            "stride": params.stride,
+            "points": clamp_to_document(points, lengths),
+        }
+        return glimpse, weights, sampled_mask(points, lengths, mask.shape[1]), values

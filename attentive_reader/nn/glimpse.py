@@ -1,0 +1,248 @@
+"""Differentiable windows over a sequence: DRAW's Gaussian filterbank and the spatial
+transformer's linear-interpolation sampler, brought from image rows to token positions.
+
+Both place ``N`` points on a grid given by a centre ``g`` and a stride ``delta``::
+
+    mu_i = g + (i - N/2 - 0.5) * delta,    i = 1..N
+
+(DRAW's grid: symmetric about ``g``, spacing ``delta``). Positions are token indices
+``t = 0..L-1`` of each example's real tokens (``L`` its true length), so padding is never
+read. The Gaussian filterbank turns each point into a normalised bump over the real tokens;
+the sampler reads the two real tokens nearest to each point, weighted by distance, so the
+gradient reaches ``g`` and ``delta`` through the interpolation weights only.
+
+:func:`glimpse_parameters` maps unconstrained network outputs to ``g``, ``delta``, ``sigma``
+and the intensity ``gamma``, scaled to each example's length.
+
+Letters: ``b`` batch, ``n`` padded length, ``N`` filters (sampling points), ``o`` state size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attentive_reader.nn.masking import masked_softmax
+
+
+@dataclass
+class GlimpseParameters:
+    """One glimpse's parameters per example, in token units. Each field is (b,).
+
+    Attributes:
+        centre: ``g``, the grid's centre (0 = the first token).
+        stride: ``delta``, the distance between neighbouring grid points.
+        width: ``sigma``, the Gaussian filters' standard deviation (unused by the sampler).
+        intensity: ``gamma``, a multiplier of the read-out (1 for the sampler).
+    """
+
+    centre: Tensor
+    stride: Tensor
+    width: Tensor
+    intensity: Tensor
+
+
+def glimpse_parameters(raw: Tensor, lengths: Tensor, num_filters: int) -> GlimpseParameters:
+    """Scale unconstrained outputs to a glimpse over each example's real tokens.
+
+    With ``raw = (g~, delta~, sigma~, gamma~)`` and ``L`` the true length::
+
+        g     = (L - 1) * sigmoid(g~)                 in [0, L-1]: always on the document
+        delta = (L - 1) / max(N - 1, 1) * sigmoid(delta~)  the grid spans at most the document
+        sigma = max(L, 1) / N * exp(sigma~)           at sigma~ = 0, N filters tile the document
+        gamma = exp(gamma~)
+
+    All zeros give a grid over the middle half of the document whose filters overlap.
+
+    Args:
+        raw: (b, c) unconstrained values: ``c = 4`` as above, ``c = 3`` without the
+            intensity (``gamma = 1``), ``c = 2`` centre and stride only (``sigma = gamma = 1``).
+        lengths: (b,) true lengths (number of real tokens).
+        num_filters: ``N``.
+
+    Returns:
+        The parameters, float32 (positions need the precision even under bf16 autocast).
+    """
+    if raw.dim() != 2 or raw.shape[1] not in (2, 3, 4):
+        raise ValueError(f"raw must be (b, 2), (b, 3) or (b, 4), got shape {tuple(raw.shape)}")
+    if num_filters < 1:
+        raise ValueError(f"num_filters must be at least 1, got {num_filters}")
+    raw = raw.float()
+    span = (lengths.float() - 1).clamp_min(0)  # (b,) distance from first to last real token
+    centre = span * torch.sigmoid(raw[:, 0])  # (b,)
+    stride = span / max(num_filters - 1, 1) * torch.sigmoid(raw[:, 1])  # (b,)
+    width = torch.ones_like(centre)
+    intensity = torch.ones_like(centre)
+    if raw.shape[1] >= 3:
+        width = lengths.float().clamp_min(1) / num_filters * torch.exp(raw[:, 2])  # (b,)
+    if raw.shape[1] == 4:
+        intensity = torch.exp(raw[:, 3])  # (b,)
+    return GlimpseParameters(centre, stride, width, intensity)
+
+
+def grid_points(centre: Tensor, stride: Tensor, num_filters: int) -> Tensor:
+    """The grid ``mu_i = g + (i - N/2 - 0.5) * delta``, ``i = 1..N``.
+
+    Args:
+        centre: (b,) ``g``.
+        stride: (b,) ``delta``.
+        num_filters: ``N``.
+
+    Returns:
+        (b, N) positions.
+    """
+    i = torch.arange(1, num_filters + 1, device=centre.device, dtype=centre.dtype)  # (N,)
+    offsets = i - num_filters / 2 - 0.5  # (N,), symmetric about 0
+    return centre.unsqueeze(-1) + offsets * stride.unsqueeze(-1)  # (b, N)
+
+
+def gaussian_filterbank(mu: Tensor, sigma: Tensor, mask: Tensor) -> Tensor:
+    """Gaussian filters over the real positions of each example.
+
+    ``F[i, t] = exp(-(t - mu_i)^2 / (2 sigma^2)) / Z_i`` with ``Z_i`` the sum over real
+    positions ``t``. The normalisation is a masked softmax of the exponent, so it is exact
+    for any ``sigma > 0`` (no underflow to 0/0 when a narrow filter sits between tokens or off
+    the document), padding gets exactly 0, and an example without real tokens gets zeros.
+
+    Args:
+        mu: (b, N) filter centres, in token positions.
+        sigma: (b,) or (b, N) widths, > 0.
+        mask: (b, n) bool, True on real tokens.
+
+    Returns:
+        (b, N, n) weights; each row of an example with real tokens sums to 1 over them.
+    """
+    if sigma.dim() == 1:
+        sigma = sigma.unsqueeze(-1)  # (b, 1)
+    t = torch.arange(mask.shape[1], device=mu.device, dtype=mu.dtype)  # (n,)
+    distance = t.view(1, 1, -1) - mu.unsqueeze(-1)  # (b, N, n)
+    exponent = -distance.pow(2) / (2 * sigma.unsqueeze(-1).pow(2))  # (b, N, n)
+    return masked_softmax(exponent, mask.unsqueeze(1))  # (b, N, n)
+
+
+def clamp_to_document(points: Tensor, lengths: Tensor) -> Tensor:
+    """Points moved into ``[0, L-1]`` (the sampler's border rule: the edge token repeats).
+
+    Args:
+        points: (b, N) positions.
+        lengths: (b,) true lengths.
+
+    Returns:
+        (b, N) positions; the gradient passes for points inside, and is 0 for points outside.
+    """
+    last = (lengths.to(points.dtype) - 1).clamp_min(0).unsqueeze(-1)  # (b, 1)
+    return torch.minimum(points.clamp_min(0), last)  # (b, N)
+
+
+def interpolation_weights(points: Tensor, lengths: Tensor, n: int) -> Tensor:
+    """The sampler as a dense matrix: ``W[i, t] = max(0, 1 - |t - p_i|)`` with ``p_i`` clamped.
+
+    The triangle kernel gives weight ``1 - frac`` to ``floor(p)`` and ``frac`` to
+    ``floor(p) + 1``: linear interpolation between the two nearest real tokens (the spatial
+    transformer's bilinear kernel in one dimension). Rows sum to 1 for examples with real
+    tokens; padding, and every position of an empty example, get 0.
+
+    Args:
+        points: (b, N) sampling positions.
+        lengths: (b,) true lengths.
+        n: the padded length.
+
+    Returns:
+        (b, N, n) weights. ``bmm(W, states)`` equals :func:`linear_sample`.
+    """
+    p = clamp_to_document(points, lengths)  # (b, N)
+    t = torch.arange(n, device=points.device, dtype=p.dtype)  # (n,)
+    weights = (1 - (t.view(1, 1, -1) - p.unsqueeze(-1)).abs()).clamp_min(0)  # (b, N, n)
+    nonempty = (lengths > 0).view(-1, 1, 1).to(weights.dtype)  # (b, 1, 1)
+    return weights * nonempty
+
+
+def sample_indices(points: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The two real tokens each point reads and the weight of the second.
+
+    Args:
+        points: (b, N) sampling positions.
+        lengths: (b,) true lengths.
+
+    Returns:
+        ``low`` (b, N) long: ``floor(p)``; ``high`` (b, N) long: ``min(low + 1, L - 1)``;
+        ``frac`` (b, N): ``p - low``, differentiable in ``p`` (the weight of ``high``).
+    """
+    p = clamp_to_document(points, lengths)  # (b, N)
+    low = p.detach().floor()  # (b, N); only frac carries the gradient
+    last = (lengths - 1).clamp_min(0).unsqueeze(-1)  # (b, 1)
+    high = torch.minimum(low.long() + 1, last)  # (b, N)
+    return low.long(), high, p - low
+
+
+def linear_sample(states: Tensor, points: Tensor, lengths: Tensor) -> Tensor:
+    """Read ``states`` at fractional positions by linear interpolation.
+
+    ``read_i = (1 - frac_i) * states[floor(p_i)] + frac_i * states[floor(p_i) + 1]`` with
+    ``p_i`` clamped to the real tokens; only these two tokens per point are touched.
+
+    Args:
+        states: (b, n, o) per-token states.
+        points: (b, N) positions.
+        lengths: (b,) true lengths.
+
+    Returns:
+        (b, N, o) the sampled states (zeros for an example without real tokens).
+    """
+    low, high, frac = sample_indices(points, lengths)  # (b, N) each
+    o = states.shape[-1]
+    at_low = states.gather(1, low.unsqueeze(-1).expand(-1, -1, o))  # (b, N, o)
+    at_high = states.gather(1, high.unsqueeze(-1).expand(-1, -1, o))  # (b, N, o)
+    frac = frac.unsqueeze(-1).to(states.dtype)  # (b, N, 1)
+    read = (1 - frac) * at_low + frac * at_high  # (b, N, o)
+    nonempty = (lengths > 0).view(-1, 1, 1).to(states.dtype)  # (b, 1, 1)
+    return read * nonempty
+
+
+def position_weights(filters: Tensor, mask: Tensor) -> Tensor:
+    """Per-position weights for heatmaps: the filters summed over filters (and glimpses),
+    normalised to sum to 1 over each example's real tokens.
+
+    Args:
+        filters: (b, ..., n) non-negative weights (e.g. (b, N, n) or (b, K, N, n)).
+        mask: (b, n) bool.
+
+    Returns:
+        (b, n); 0 on padding, and all zeros for an example without real tokens.
+    """
+    total = filters.reshape(filters.shape[0], -1, filters.shape[-1]).sum(1)  # (b, n)
+    total = total * mask.to(total.dtype)
+    return total / total.sum(-1, keepdim=True).clamp_min(torch.finfo(total.dtype).tiny)
+
+
+def support_mask(filters: Tensor, threshold: float = 1e-3) -> Tensor:
+    """The positions some filter weighs above ``threshold`` (the filters' effective support).
+
+    Args:
+        filters: (b, ..., n) normalised filter weights.
+        threshold: the smallest weight that counts as reading a token.
+
+    Returns:
+        (b, n) bool.
+    """
+    flat = filters.reshape(filters.shape[0], -1, filters.shape[-1])  # (b, F, n)
+    return (flat > threshold).any(1)  # (b, n)
+
+
+def sampled_mask(points: Tensor, lengths: Tensor, n: int) -> Tensor:
+    """The tokens :func:`linear_sample` reads (both neighbours of every point).
+
+    Args:
+        points: (b, N) positions.
+        lengths: (b,) true lengths.
+        n: the padded length.
+
+    Returns:
+        (b, n) bool; all False for an example without real tokens.
+    """
+    low, high, _ = sample_indices(points, lengths)  # (b, N) each
+    read = torch.zeros(points.shape[0], n, dtype=torch.bool, device=points.device)  # (b, n)
+    read.scatter_(1, torch.cat([low, high], dim=1), True)
+    return read & (lengths > 0).unsqueeze(-1)

@@ -1,0 +1,276 @@
+"""GaussianGlimpseReader and TransformerGlimpseReader: output contract, options, learning."""
+
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+
+from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.models import (
+    ClozeReader,
+    GaussianGlimpseReader,
+    ReaderOutput,
+    TransformerGlimpseReader,
+)
+from attentive_reader.models.loading import load_reader
+
+from .batches import random_batch
+
+VOCAB, ENTITIES = 60, 10
+TINY = {"embedding_dim": 12, "hidden_dim": 12, "dropout": 0.0}
+READERS = {
+    "gaussian": lambda **kw: GaussianGlimpseReader(VOCAB, ENTITIES, **TINY, **kw),
+    "gaussian-3-glimpses-flatten-intensity": lambda **kw: GaussianGlimpseReader(
+        VOCAB,
+        ENTITIES,
+        **TINY,
+        num_glimpses=3,
+        glimpse_readout="flatten",
+        intensity=True,
+        readout="paper",
+        **kw,
+    ),
+    "transformer": lambda **kw: TransformerGlimpseReader(VOCAB, ENTITIES, **TINY, **kw),
+    "transformer-2-glimpses-gru": lambda **kw: TransformerGlimpseReader(
+        VOCAB, ENTITIES, **TINY, num_glimpses=2, rnn="gru", scorer="additive", **kw
+    ),
+}
+
+
+def build(name: str, **kw) -> ClozeReader:
+    torch.manual_seed(0)
+    return READERS[name](**kw)
+
+
+def select(batch: ClozeBatch, rows: list[int]) -> ClozeBatch:
+    """The given examples, trimmed to their own longest context and query."""
+    n = int(batch.context_mask[rows].sum(1).max())
+    m = int(batch.query_mask[rows].sum(1).max())
+    return ClozeBatch(
+        context=batch.context[rows, :n],
+        context_mask=batch.context_mask[rows, :n],
+        query=batch.query[rows, :m],
+        query_mask=batch.query_mask[rows, :m],
+        candidates=batch.candidates[rows],
+        answer=batch.answer[rows],
+        ids=[batch.ids[i] for i in rows],
+        truncated=batch.truncated[rows],
+    )
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_output_shapes_attention_and_extras(name):
+    reader = build(name).eval()
+    batch = random_batch(num_examples=6, vocab_size=VOCAB, num_entities=ENTITIES)
+    b, n = batch.context.shape
+    k, filters = reader.num_glimpses, reader.num_filters
+    with torch.no_grad():
+        output = reader(batch)
+    assert isinstance(output, ReaderOutput) and output.selected is None
+    assert output.logits.shape == (b, ENTITIES) and torch.isfinite(output.logits).all()
+    padding = ~batch.context_mask
+    # attention: all filters of all glimpses, summed, 1 over the real tokens, 0 on padding.
+    assert output.attention.shape == (b, n)
+    assert torch.allclose(output.attention.sum(-1), torch.ones(b), atol=1e-5)
+    assert torch.equal(output.attention[padding], torch.zeros(int(padding.sum())))
+    extras = output.extras
+    assert extras["glimpse_attention"].shape == (b, k, n)
+    assert torch.allclose(extras["glimpse_attention"].sum(-1), torch.ones(b, k), atol=1e-5)
+    assert extras["centre"].shape == extras["stride"].shape == (b, k)
+    assert extras["points"].shape == (b, k, filters)
+    lengths = batch.context_mask.sum(1)  # (b,)
+    assert ((extras["centre"] >= 0) & (extras["centre"] <= (lengths - 1).unsqueeze(1))).all()
+    tokens = extras["tokens_read"]
+    assert tokens.shape == (b,) and (tokens >= 1).all() and (tokens <= lengths).all()
+    if reader.glimpse_readout == "attend":
+        assert torch.allclose(extras["filter_weights"].sum(-1), torch.ones(b, k))
+    else:
+        assert "filter_weights" not in extras
+    if isinstance(reader, TransformerGlimpseReader):
+        # Every read token has interpolation weight (or is a zero-weight neighbour); at most
+        # 2N per glimpse.
+        assert (tokens <= 2 * filters * k).all()
+        assert "width" not in extras
+    else:
+        assert extras["width"].shape == (b, k) and (extras["width"] > 0).all()
+        assert ("intensity" in extras) == reader.intensity
+
+
+def test_a_fresh_gaussian_reader_scans_the_whole_document():
+    """The locator starts as an even scan: centre mid-document, the grid spans 95% of it."""
+    reader = build("gaussian").eval()
+    batch = random_batch(num_examples=4, vocab_size=VOCAB, num_entities=ENTITIES, seed=7)
+    with torch.no_grad():
+        extras = reader(batch).extras
+    span = (batch.context_mask.sum(1) - 1).float()  # (b,)
+    assert torch.allclose(extras["centre"][:, 0], span / 2)
+    points = extras["points"][:, 0]  # (b, N)
+    assert torch.allclose(points[:, -1] - points[:, 0], span * torch.sigmoid(torch.tensor(3.0)))
+    assert torch.equal(extras["tokens_read"], batch.context_mask.sum(1))
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_padding_does_not_change_the_answer(name):
+    reader = build(name).eval()
+    batch = random_batch(num_examples=8, vocab_size=VOCAB, num_entities=ENTITIES, seed=5)
+    shortest = int(batch.context_mask.sum(1).argmin())
+    with torch.no_grad():
+        together = reader(batch)
+        alone = reader(select(batch, [shortest]))
+    n = alone.attention.shape[-1]
+    assert batch.context.shape[1] > n
+    assert torch.allclose(together.logits[shortest], alone.logits[0], atol=1e-5)
+    assert torch.allclose(together.attention[shortest, :n], alone.attention[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_non_candidates_are_never_predicted(name):
+    reader = build(name).eval()
+    batch = random_batch(num_examples=8, vocab_size=VOCAB, num_entities=ENTITIES, seed=3)
+    with torch.no_grad():
+        reader.output.bias.copy_(torch.where(batch.candidates.all(0), 0.0, 1e4))
+        logits = reader(batch).logits
+    assert (logits[~batch.candidates] == torch.finfo(logits.dtype).min).all()
+    assert batch.candidates.gather(1, logits.argmax(-1, keepdim=True)).all()
+
+
+@pytest.mark.parametrize("name", ["gaussian", "transformer"])
+def test_gradients_reach_the_locator(name):
+    reader = build(name)
+    batch = random_batch(num_examples=8, vocab_size=VOCAB, num_entities=ENTITIES, seed=4)
+    F.cross_entropy(reader(batch).logits, batch.answer).backward()
+    for parameter in (reader.locator.weight, reader.locator.bias):
+        assert torch.isfinite(parameter.grad).all() and parameter.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_overfits_a_tiny_batch(name):
+    reader = build(name)
+    batch = random_batch(num_examples=16, vocab_size=VOCAB, num_entities=ENTITIES, seed=1)
+    optimizer = torch.optim.Adam(reader.parameters(), lr=0.03)
+    for _ in range(300):
+        logits = reader(batch).logits
+        if (logits.argmax(-1) == batch.answer).all():
+            break
+        optimizer.zero_grad()
+        F.cross_entropy(logits, batch.answer).backward()
+        optimizer.step()
+    reader.eval()
+    with torch.no_grad():
+        accuracy = (reader(batch).logits.argmax(-1) == batch.answer).float().mean().item()
+    assert accuracy == 1.0
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_hyperparameters_are_exactly_the_json_init_args(name):
+    reader = build(name)
+    parameters = set(inspect.signature(type(reader).__init__).parameters) - {"self"}
+    assert set(reader.hparams) == parameters
+    json.dumps(dict(reader.hparams))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"num_filters": 0}, "num_filters must be a positive integer"),
+        ({"num_glimpses": 0}, "num_glimpses must be a positive integer"),
+        ({"glimpse_readout": "max"}, "glimpse_readout must be"),
+        ({"scorer": "mlp"}, "scorer must be one of"),
+        ({"readout": "gated"}, "readout must be"),
+        ({"dropout": 1.0}, "dropout"),
+    ],
+)
+@pytest.mark.parametrize("cls", [GaussianGlimpseReader, TransformerGlimpseReader])
+def test_constructor_validates(cls, arguments, message):
+    with pytest.raises(ValueError, match=message):
+        cls(VOCAB, ENTITIES, **arguments)
+
+
+def test_bf16_autocast_forward_and_backward():
+    for name in ("gaussian", "transformer"):
+        reader = build(name)
+        batch = random_batch(num_examples=4, vocab_size=VOCAB, num_entities=ENTITIES)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            output = reader(batch)
+            loss = F.cross_entropy(output.logits.float(), batch.answer)
+        loss.backward()
+        assert torch.isfinite(loss) and torch.isfinite(output.attention).all()
+        assert all(torch.isfinite(p.grad).all() for p in reader.parameters() if p.grad is not None)
+
+
+def _write_toy(directory: Path, **sizes) -> Path:
+    from attentive_reader.data.toy import write_toy_dataset
+
+    return write_toy_dataset(directory, **sizes)
+
+
+def test_checkpoint_round_trip(tmp_path: Path) -> None:
+    from attentive_reader.data.datamodule import ClozeDataModule
+
+    path = _write_toy(tmp_path / "toy", num_train=32, num_validation=8, num_test=8)
+    data = ClozeDataModule(str(path), batch_size=16, num_entities=8)
+    reader = GaussianGlimpseReader(
+        data.vocab_size, data.num_entities, **TINY, num_glimpses=2, num_filters=3
+    )
+    trainer = pl.Trainer(
+        max_steps=2,
+        limit_val_batches=0,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    trainer.fit(reader, data)
+    checkpoint = tmp_path / "glimpse.ckpt"
+    trainer.save_checkpoint(checkpoint)
+    loaded = load_reader(checkpoint)
+    assert type(loaded) is GaussianGlimpseReader
+    assert loaded.hparams["num_glimpses"] == 2 and loaded.hparams["num_filters"] == 3
+    batch = next(iter(data.test_dataloader()))
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(batch).logits, reader.eval()(batch).logits)
+
+
+@pytest.mark.slow
+def test_both_readers_learn_the_toy_task(tmp_path: Path) -> None:
+    """A short run on the generated task: both glimpse readers end far above chance (1/6)."""
+    from attentive_reader.data.datamodule import ClozeDataModule
+
+    path = _write_toy(tmp_path / "toy", num_train=1000, num_validation=8, num_test=200)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small LSTMs: more threads only contend on a loaded machine
+    accuracy = {}
+    try:
+        for cls in (GaussianGlimpseReader, TransformerGlimpseReader):
+            pl.seed_everything(0, verbose=False)
+            data = ClozeDataModule(str(path), batch_size=32, num_entities=8)
+            reader = cls(
+                data.vocab_size,
+                data.num_entities,
+                embedding_dim=32,
+                hidden_dim=32,
+                dropout=0.0,
+                optimizer="adam",
+                lr=1e-2,
+            )
+            trainer = pl.Trainer(
+                max_epochs=8,
+                accelerator="cpu",
+                logger=False,
+                enable_checkpointing=False,
+                enable_progress_bar=False,
+                enable_model_summary=False,
+                limit_val_batches=0,
+                num_sanity_val_steps=0,
+                gradient_clip_val=10,
+            )
+            trainer.fit(reader, data)
+            accuracy[cls.__name__] = trainer.test(reader, data, verbose=False)[0]["test_acc"]
+    finally:
+        torch.set_num_threads(threads)
+    print(accuracy)
+    assert min(accuracy.values()) >= 0.6, accuracy
