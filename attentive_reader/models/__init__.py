@@ -1,0 +1,21 @@
+"""The readers: each a ``ClozeReader`` (LightningModule) whose ``forward`` returns a ``ReaderOutput``."""
+
+from attentive_reader.models.attentive import AttentiveReader
+from attentive_reader.models.base import ClozeReader
+from attentive_reader.models.baselines import DeepLSTMReader, UniformReader
+from attentive_reader.models.glimpse import GaussianGlimpseReader, TransformerGlimpseReader
+from attentive_reader.models.hard import HardAttentionReader
+from attentive_reader.models.impatient import ImpatientReader
+from attentive_reader.models.output import ReaderOutput
+
+__all__ = [
+    "AttentiveReader",
+    "ClozeReader",
+    "DeepLSTMReader",
+    "HardAttentionReader",
+    "ImpatientReader",
+    "ReaderOutput",
+    "UniformReader",
+    "GaussianGlimpseReader",
+    "TransformerGlimpseReader",
+]

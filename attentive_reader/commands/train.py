@@ -1,0 +1,93 @@
+"""``attentive-reader fit|validate|test|predict``: the Lightning CLI over the readers.
+
+Any ``ClozeReader`` subclass is a model (``model.class_path``), ``ClozeDataModule`` is the
+data; the data module's vocabulary size and entity count are linked into the model's init
+arguments. Checkpoints keep the best ``val_acc`` and ``last.ckpt``; ``vocab.json`` is written
+beside them. See ``configs/`` and the README's "Training" section.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
+from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
+
+from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
+from attentive_reader.errors import UserError
+from attentive_reader.models.base import ClozeReader
+
+SUBCOMMANDS = ("fit", "validate", "test", "predict")
+# Lightning's special --ckpt_path values, which name no file.
+_SPECIAL_CKPT_PATHS = ("last", "best", "hpc", "registry")
+
+
+def _vocab_from_ckpt_path(ckpt_path: str | None) -> str | None:
+    """The data module's ``vocab`` for a ``--ckpt_path``: the checkpoint's own vocabulary."""
+    if ckpt_path is None or ckpt_path in _SPECIAL_CKPT_PATHS:
+        return None
+    return ckpt_path
+
+
+class ReaderCLI(LightningCLI):
+    """The Lightning CLI with the links and callbacks the readers need."""
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.link_arguments(
+            "data.vocab_size", "model.init_args.vocab_size", apply_on="instantiate"
+        )
+        parser.link_arguments(
+            "data.num_entities", "model.init_args.num_entities", apply_on="instantiate"
+        )
+        parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
+        parser.set_defaults(
+            {
+                "checkpoint.monitor": "val_acc",
+                "checkpoint.mode": "max",
+                "checkpoint.save_last": True,
+                "checkpoint.filename": "best-{epoch}-{step}-{val_acc:.4f}",
+                "checkpoint.auto_insert_metric_name": False,
+            }
+        )
+
+    def before_instantiate_classes(self) -> None:
+        config = self.config[self.subcommand] if self.subcommand else self.config
+        # Evaluating or resuming a checkpoint reads the data with the checkpoint's vocabulary
+        # (a link cannot express this: ckpt_path is added after add_arguments_to_parser).
+        if config.data.get("vocab") is None:
+            config.data.vocab = _vocab_from_ckpt_path(config.get("ckpt_path"))
+        # The Rich bar is a default callback; Lightning refuses one when the bar is off.
+        if config.trainer.get("enable_progress_bar") is False:
+            self.trainer_defaults["callbacks"] = [
+                callback
+                for callback in self.trainer_defaults["callbacks"]
+                if not isinstance(callback, RichProgressBar)
+            ]
+
+
+def main(argv: list[str]) -> int:
+    """Run the Lightning CLI; ``argv[0]`` is the subcommand (``fit``, ``validate``, ...)."""
+    if not argv or argv[0] not in SUBCOMMANDS:
+        raise UserError(f"the first argument must be one of {', '.join(SUBCOMMANDS)}")
+    with warnings.catch_warnings():
+        # The console entry passes sys.argv[1:] as ``args``; Lightning warns about having both.
+        warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
+        _run(argv)
+    return 0
+
+
+def _run(argv: list[str]) -> None:
+    ReaderCLI(
+        ClozeReader,
+        ClozeDataModule,
+        subclass_mode_model=True,
+        args=argv,
+        trainer_defaults={
+            "default_root_dir": "runs",
+            # The data module shards batches across ranks itself (BucketBatchSampler).
+            "use_distributed_sampler": False,
+            "callbacks": [RichProgressBar(), VocabularyWriter()],
+        },
+        # The resolved config is saved into the run's log directory (never ./config.yaml).
+        save_config_kwargs={"overwrite": True},
+    )

@@ -1,0 +1,431 @@
+"""``ClozeDataModule``: a processed cloze dataset directory as batches for the readers."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import datasets
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import Callback
+from torch.utils.data import DataLoader, Dataset
+
+from attentive_reader.corpus.records import SPLITS, entity_index
+from attentive_reader.data.batching import BucketBatchSampler, EncodedExample, collate
+from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
+from attentive_reader.errors import UserError
+
+Split = Literal["train", "validation", "test"]
+VOCAB_FILE = "vocab.json"
+
+
+class EncodedSplit(Dataset):
+    """One split as ``EncodedExample`` s, optionally with entity ids permuted per example.
+
+    With ``permute_entities`` the entity block is relabelled by a random permutation drawn
+    from ``(seed, epoch, index)``, so a run is reproducible while every epoch sees new
+    labels (the paper's "randomly permuted for each data point"). The key is either an index
+    (epoch 0) or an ``(epoch, index)`` pair, as ``BucketBatchSampler(with_epoch=True)``
+    yields.
+
+    Args:
+        examples: the encoded examples.
+        num_entities: size of the entity block ``e``.
+        entity_offset: token id of ``@entity0``.
+        permute_entities: relabel entity ids per example.
+        seed: base seed of the permutations.
+    """
+
+    def __init__(
+        self,
+        examples: Sequence[EncodedExample],
+        num_entities: int,
+        entity_offset: int = Vocabulary.entity_offset,
+        permute_entities: bool = False,
+        seed: int = 0,
+    ) -> None:
+        self.examples = list(examples)
+        self.num_entities = num_entities
+        self.entity_offset = entity_offset
+        self.permute_entities = permute_entities
+        self.seed = seed
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    @property
+    def lengths(self) -> list[int]:
+        """Context length of every example."""
+        return [len(ex.context) for ex in self.examples]
+
+    def __getitem__(self, key: int | tuple[int, int]) -> EncodedExample:
+        epoch, index = key if isinstance(key, tuple) else (0, key)
+        example = self.examples[index]
+        if not self.permute_entities:
+            return example
+        rng = np.random.default_rng([self.seed, epoch, index])
+        permutation = rng.permutation(self.num_entities)  # (e,) old entity k -> new entity
+        return EncodedExample(
+            id=example.id,
+            context=self._relabel(example.context, permutation),
+            query=self._relabel(example.query, permutation),
+            answer=int(permutation[example.answer]),
+            candidates=permutation[np.asarray(example.candidates, dtype=np.int64)],
+            truncated=example.truncated,
+        )
+
+    def _relabel(self, ids: Sequence[int], permutation: np.ndarray) -> np.ndarray:
+        ids = np.array(ids, dtype=np.int64)  # a copy
+        offset, end = self.entity_offset, self.entity_offset + self.num_entities
+        entity = (ids >= offset) & (ids < end)
+        ids[entity] = offset + permutation[ids[entity] - offset]
+        return ids
+
+
+class ClozeDataModule(pl.LightningDataModule):
+    """A processed dataset directory (``attentive-reader preprocess`` output) as batches.
+
+    The vocabulary is built from the train split when the module is created (so that the
+    Lightning CLI can link ``vocab_size`` and ``num_entities`` into the model), or taken from
+    ``vocab`` (a ``vocab.json`` or a checkpoint). It is stored in every checkpoint (see
+    ``state_dict``) and written as ``vocab.json`` beside the checkpoints by
+    ``VocabularyWriter``.
+
+    Training batches are length-bucketed and shuffled, with entity ids permuted per example
+    (``permute_entities``); validation and test batches are length-bucketed, in a fixed
+    order, and never permuted. Under DDP each rank reads its own disjoint share of batches,
+    so the trainer must not add a distributed sampler (``use_distributed_sampler=False``,
+    the CLI's default).
+
+    Args:
+        path: the processed dataset directory (``DatasetDict.save_to_disk`` output with the
+            splits ``train``, ``validation``, ``test``).
+        batch_size: training batch size.
+        eval_batch_size: validation/test/predict batch size (default ``batch_size``).
+        max_words: the number of most frequent train words in the vocabulary.
+        num_entities: size of the entity id block (CNN needs 527, Daily Mail 371); ignored
+            when ``vocab`` is given (the stored vocabulary's count is used).
+        permute_entities: relabel entity ids randomly per training example and epoch.
+        max_context_tokens: cut contexts to this many tokens (``ClozeBatch.truncated``
+            records where); the candidates stay those of the whole context.
+        pool_size: batches per length-sorting pool.
+        num_workers: ``DataLoader`` worker processes.
+        seed: seed of batch shuffling and entity permutation.
+        vocab: a ``vocab.json`` or a checkpoint whose vocabulary to use instead of building
+            one from the train split (the CLI sets it to ``--ckpt_path`` when given).
+        predict_split: the split ``predict`` reads.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        batch_size: int = 32,
+        eval_batch_size: int | None = None,
+        max_words: int = 50_000,
+        num_entities: int = 600,
+        permute_entities: bool = True,
+        max_context_tokens: int | None = None,
+        pool_size: int = 50,
+        num_workers: int = 0,
+        seed: int = 0,
+        vocab: str | None = None,
+        predict_split: Split = "test",
+    ) -> None:
+        super().__init__()
+        for name, value in (
+            ("batch_size", batch_size),
+            ("max_words", max_words + 1),
+            ("num_entities", num_entities),
+            ("pool_size", pool_size),
+            ("num_workers", num_workers + 1),
+        ):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if eval_batch_size is not None and eval_batch_size < 1:
+            raise ValueError(f"eval_batch_size must be positive or null, got {eval_batch_size}")
+        if max_context_tokens is not None and max_context_tokens < 1:
+            raise ValueError(
+                f"max_context_tokens must be positive or null, got {max_context_tokens}"
+            )
+        if predict_split not in SPLITS:
+            raise ValueError(f"predict_split must be one of {SPLITS}, got {predict_split!r}")
+        # Stored in checkpoints for from_checkpoint; not sent to loggers (the CLI's config.yaml
+        # has them), which also avoids Lightning's clash check on num_entities when a stored
+        # vocabulary overrides the argument.
+        self.save_hyperparameters(logger=False)
+        self.path = Path(path)
+        self.batch_size = batch_size
+        self.eval_batch_size = eval_batch_size or batch_size
+        self.permute_entities = permute_entities
+        self.max_context_tokens = max_context_tokens
+        self.pool_size = pool_size
+        self.num_workers = num_workers
+        self.seed = seed
+        self.predict_split = predict_split
+        self._splits = _load_splits(self.path)
+        if vocab is not None:
+            self.vocab = _read_vocabulary(Path(vocab))
+        else:
+            train = self.examples("train").select_columns(["context", "query"])
+            self.vocab = Vocabulary.build(
+                _token_lists(train), max_words=max_words, num_entities=num_entities
+            )
+        # A stored vocabulary brings its own entity count; record the one in use.
+        self.hparams["num_entities"] = self.vocab.num_entities
+        self._encoded: dict[str, EncodedSplit] = {}
+
+    # --- what the CLI links into the model -----------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        """The number of token ids."""
+        return len(self.vocab)
+
+    @property
+    def num_entities(self) -> int:
+        """The number of entity ids (the readers' output size)."""
+        return self.vocab.num_entities
+
+    # --- data ----------------------------------------------------------------------------
+
+    def examples(self, split: Split) -> datasets.Dataset:
+        """The stored rows of ``split`` (``CLOZE_FEATURES``), e.g. for heatmaps and reports."""
+        if split not in self._splits:
+            raise UserError(
+                f"{self.path} has no {split!r} split (it has {', '.join(self._splits) or 'none'})"
+            )
+        return self._splits[split]
+
+    def dataset(self, split: Split) -> EncodedSplit:
+        """``split`` encoded with the vocabulary (entity permutation only for ``train``)."""
+        if split not in self._encoded:
+            examples = self.examples(split)
+            encoded = [
+                self._encode(row, split)
+                for batch in examples.iter(batch_size=1000)
+                for row in _rows(batch)
+            ]
+            self._encoded[split] = EncodedSplit(
+                encoded,
+                num_entities=self.num_entities,
+                entity_offset=self.vocab.entity_offset,
+                permute_entities=self.permute_entities and split == "train",
+                seed=self.seed,
+            )
+        return self._encoded[split]
+
+    def _encode(self, row: dict, split: str) -> EncodedExample:
+        try:
+            context = self.vocab.encode(row["context"])
+            query = self.vocab.encode(row["query"])
+            candidates = [entity_index(marker) for marker in row["candidates"]]
+            answer = entity_index(row["answer"])
+            for k in [*candidates, answer]:
+                self.vocab.entity_id(k)  # range check
+        except EntityOutOfRange as err:
+            raise UserError(
+                f"{self.path} [{split}] example {row['id']}: {err.marker} needs at least "
+                f"{err.index + 1} entity ids but the vocabulary has {err.num_entities}; raise "
+                f"--data.num_entities (e.g. --data.num_entities {err.index + 1})"
+            ) from None
+        except ValueError as err:
+            raise UserError(f"{self.path} [{split}] example {row['id']}: {err}") from None
+        if answer not in candidates:
+            raise UserError(
+                f"{self.path} [{split}] example {row['id']}: the answer {row['answer']} is not "
+                "among its candidates; the dataset is corrupt, preprocess it again"
+            )
+        truncated = self.max_context_tokens is not None and len(context) > self.max_context_tokens
+        if truncated:
+            context = context[: self.max_context_tokens]
+        return EncodedExample(
+            id=row["id"],
+            context=np.asarray(context, dtype=np.int32),
+            query=np.asarray(query, dtype=np.int32),
+            answer=answer,
+            candidates=np.asarray(candidates, dtype=np.int64),
+            truncated=truncated,
+        )
+
+    # --- Lightning hooks -----------------------------------------------------------------
+
+    def setup(self, stage: str) -> None:
+        """Encode the splits the stage needs."""
+        needed = {
+            "fit": ("train", "validation"),
+            "validate": ("validation",),
+            "test": ("test",),
+            "predict": (self.predict_split,),
+        }[stage]
+        for split in needed:
+            self.dataset(split)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._bucketed(self.dataset("train"), self.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._bucketed(self.dataset("validation"), self.eval_batch_size, shuffle=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._bucketed(self.dataset("test"), self.eval_batch_size, shuffle=False)
+
+    def predict_dataloader(self) -> DataLoader:
+        """The ``predict_split`` in stored order (one device: every rank reads it all)."""
+        return DataLoader(
+            self.dataset(self.predict_split),
+            batch_size=self.eval_batch_size,
+            shuffle=False,
+            collate_fn=self._collate,
+            num_workers=self.num_workers,
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        """What checkpoints store: the vocabulary."""
+        return {"vocab": self.vocab.to_dict()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Check that a checkpoint's vocabulary is the one in use.
+
+        Raises:
+            UserError: if they differ (the model's embeddings would be misread).
+        """
+        stored = Vocabulary.from_dict(state_dict["vocab"])
+        if stored != self.vocab:
+            raise UserError(
+                "the checkpoint's vocabulary differs from this data module's; build the data "
+                "module with ClozeDataModule.from_checkpoint(ckpt) or vocab=<the checkpoint>"
+            )
+
+    @classmethod
+    def from_checkpoint(cls, ckpt_path: str | Path, **overrides: Any) -> ClozeDataModule:
+        """The data module of a checkpoint, with its vocabulary.
+
+        The checkpoint's data module arguments are the defaults; ``overrides`` replace them
+        (e.g. ``path=`` another processed directory to evaluate on).
+        """
+        checkpoint = _load_checkpoint(Path(ckpt_path))
+        stored = checkpoint.get("datamodule_hyper_parameters") or {}
+        # Keys starting with "_" are the Lightning CLI's bookkeeping, not arguments.
+        arguments = {key: value for key, value in stored.items() if not key.startswith("_")}
+        arguments.update(overrides)
+        if overrides.get("vocab") is None:
+            arguments["vocab"] = str(ckpt_path)
+        if "path" not in arguments:
+            raise UserError(
+                f"{ckpt_path} does not record its dataset directory; pass path=<directory>"
+            )
+        return cls(**arguments)
+
+    # --- internals -----------------------------------------------------------------------
+
+    @property
+    def _collate(self) -> functools.partial:
+        return functools.partial(collate, num_entities=self.num_entities)
+
+    def _bucketed(self, dataset: EncodedSplit, batch_size: int, shuffle: bool) -> DataLoader:
+        num_replicas, rank = 1, 0
+        if self._trainer is not None:
+            num_replicas, rank = self.trainer.world_size, self.trainer.global_rank
+            connector = getattr(self.trainer, "_accelerator_connector", None)
+            if num_replicas > 1 and getattr(connector, "use_distributed_sampler", False):
+                raise UserError(
+                    "ClozeDataModule shards its batches across ranks itself: create the "
+                    "Trainer with use_distributed_sampler=False (the CLI's default)"
+                )
+        sampler = BucketBatchSampler(
+            dataset.lengths,
+            batch_size=batch_size,
+            shuffle=shuffle,
+            seed=self.seed,
+            num_replicas=num_replicas,
+            rank=rank,
+            pool_size=self.pool_size,
+            with_epoch=dataset.permute_entities,
+            epoch_fn=self._current_epoch if shuffle else None,
+        )
+        return DataLoader(
+            dataset,
+            batch_sampler=sampler,
+            collate_fn=self._collate,
+            num_workers=self.num_workers,
+        )
+
+    def _current_epoch(self) -> int:
+        return self.trainer.current_epoch if self._trainer is not None else 0
+
+    @property
+    def _trainer(self) -> pl.Trainer | None:
+        return getattr(self, "trainer", None)
+
+
+class VocabularyWriter(Callback):
+    """Writes the data module's vocabulary as ``vocab.json`` into the checkpoint directory
+    when ``fit`` starts (rank 0 only; not for ``fast_dev_run``)."""
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        datamodule = getattr(trainer, "datamodule", None)
+        if not isinstance(datamodule, ClozeDataModule) or trainer.fast_dev_run:
+            return
+        if not trainer.is_global_zero:
+            return
+        checkpoint = trainer.checkpoint_callback
+        directory = getattr(checkpoint, "dirpath", None) or trainer.log_dir
+        directory = Path(directory or trainer.default_root_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        datamodule.vocab.save(directory / VOCAB_FILE)
+
+
+def _load_splits(path: Path) -> dict[str, datasets.Dataset]:
+    if not (path / "dataset_dict.json").is_file():
+        raise UserError(
+            f"{path} is not a processed dataset directory (no dataset_dict.json); create one "
+            "with 'attentive-reader preprocess' and pass it as --data.path"
+        )
+    loaded = datasets.load_from_disk(str(path))
+    return {split: loaded[split] for split in SPLITS if split in loaded}
+
+
+def _token_lists(train: datasets.Dataset) -> Iterator[list[str]]:
+    for batch in train.iter(batch_size=1000):
+        yield from batch["context"]
+        yield from batch["query"]
+
+
+def _rows(batch: dict[str, list]) -> Iterator[dict]:
+    keys = list(batch)
+    for values in zip(*(batch[key] for key in keys)):
+        yield dict(zip(keys, values))
+
+
+def _load_checkpoint(path: Path) -> dict:
+    if not path.is_file():
+        raise UserError(f"checkpoint not found: {path}")
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _read_vocabulary(path: Path) -> Vocabulary:
+    """A vocabulary from a ``vocab.json`` or from a checkpoint's data module state."""
+    if not path.is_file():
+        raise UserError(f"vocabulary file not found: {path}")
+    if path.suffix == ".json":
+        try:
+            return Vocabulary.load(path)
+        except (json.JSONDecodeError, KeyError, ValueError) as err:
+            raise UserError(
+                f"{path} is not a vocabulary written by attentive-reader: {err}"
+            ) from None
+    checkpoint = _load_checkpoint(path)
+    # Lightning stores a data module's state under its class name.
+    states = [checkpoint.get(ClozeDataModule.__qualname__), *checkpoint.values()]
+    for state in states:
+        if isinstance(state, dict) and isinstance(state.get("vocab"), dict):
+            return Vocabulary.from_dict(state["vocab"])
+    raise UserError(
+        f"{path} holds no vocabulary (it was not trained with ClozeDataModule); pass the "
+        f"{VOCAB_FILE} of its run as --data.vocab"
+    )

@@ -1,0 +1,62 @@
+"""``load_reader``: any reader checkpoint back as its own class.
+
+``ClozeReader.load_from_checkpoint`` on the base class cannot know which reader to build, so
+this reads the class path the checkpoint records (``reader_class``, written by
+``ClozeReader.on_save_checkpoint``, or the Lightning CLI's ``_class_path`` hyperparameter),
+builds that class from the stored hyperparameters and loads the weights. The file is read
+with ``torch.load(weights_only=True)``: no code in a checkpoint is ever run.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import torch
+
+from attentive_reader.errors import UserError
+from attentive_reader.models.base import ClozeReader
+
+
+def reader_class_path(checkpoint: dict) -> str | None:
+    """The reader class a checkpoint records (``module.Class``), or ``None``."""
+    hyper_parameters = checkpoint.get("hyper_parameters") or {}
+    return checkpoint.get("reader_class") or hyper_parameters.get("_class_path")
+
+
+def load_reader(path: str | Path, map_location: str | torch.device = "cpu") -> ClozeReader:
+    """Load a reader checkpoint as its own class, in eval mode.
+
+    Args:
+        path: a ``.ckpt`` written by Lightning (``fit`` through the CLI or a ``Trainer``).
+        map_location: where to put the weights.
+
+    Raises:
+        UserError: if the file is missing, not a reader checkpoint, or names a class that
+            cannot be imported.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"checkpoint not found: {path}")
+    try:
+        checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as err:  # unpickling errors come in many types
+        raise UserError(f"{path} is not a readable checkpoint: {err}") from None
+    class_path = reader_class_path(checkpoint) if isinstance(checkpoint, dict) else None
+    if class_path is None or "state_dict" not in checkpoint:
+        raise UserError(f"{path} is not a reader checkpoint (it records no reader class)")
+    module_name, _, class_name = class_path.rpartition(".")
+    try:
+        reader_class = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError, ValueError):
+        raise UserError(f"{path}: cannot import the reader class {class_path}") from None
+    if not (isinstance(reader_class, type) and issubclass(reader_class, ClozeReader)):
+        raise UserError(f"{path}: {class_path} is not a ClozeReader")
+    hyper_parameters = {
+        key: value
+        for key, value in (checkpoint.get("hyper_parameters") or {}).items()
+        if not key.startswith("_")  # the CLI's _class_path / _instantiator
+    }
+    reader = reader_class(**hyper_parameters)
+    reader.load_state_dict(checkpoint["state_dict"])
+    return reader.to(map_location).eval()

@@ -1,0 +1,168 @@
+import datasets
+import numpy as np
+import pytest
+import torch
+
+from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample
+from attentive_reader.data.datamodule import ClozeDataModule
+from attentive_reader.data.vocab import Vocabulary
+from attentive_reader.errors import UserError
+
+
+def _example(i: int, context: str, query: str, answer: str) -> ClozeExample:
+    tokens = context.split()
+    markers = tuple(dict.fromkeys(t for t in tokens if t.startswith("@entity")))
+    return ClozeExample(
+        id=f"ex{i}",
+        story_id=f"s{i}",
+        context=tuple(tokens),
+        query=tuple(query.split()),
+        answer=answer,
+        candidates=markers,
+    )
+
+
+TRAIN = [
+    _example(0, "@entity0 met @entity1 in paris .", "@entity0 met @placeholder", "@entity1"),
+    _example(
+        1,
+        "@entity0 sued @entity2 . @entity1 met @entity0",
+        "@placeholder sued @entity2",
+        "@entity0",
+    ),
+    _example(2, "@entity1 met @entity0 .", "@placeholder met @entity0", "@entity1"),
+]
+VALIDATION = [
+    _example(3, "@entity0 met @entity1 in rome .", "@entity0 met @placeholder", "@entity1")
+]
+TEST = [_example(4, "@entity2 hired @entity0 .", "@entity2 hired @placeholder", "@entity0")]
+
+
+def write(directory, splits):
+    data = {
+        name: datasets.Dataset.from_list([ex.to_row() for ex in rows], features=CLOZE_FEATURES)
+        for name, rows in splits.items()
+    }
+    datasets.DatasetDict(data).save_to_disk(str(directory))
+    return str(directory)
+
+
+@pytest.fixture
+def path(tmp_path):
+    return write(tmp_path / "ds", {"train": TRAIN, "validation": VALIDATION, "test": TEST})
+
+
+def test_vocabulary_comes_from_the_train_split(path):
+    dm = ClozeDataModule(path, num_entities=5, max_words=3)
+    # Counted over train contexts and queries: met 5, "." 3, sued 2, in 1, paris 1.
+    assert dm.vocab.words == ["met", ".", "sued"]
+    assert dm.vocab_size == 3 + 5 + 3 and dm.num_entities == 5
+    rome = dm.dataset("validation").examples[0]
+    assert dm.vocab.decode(rome.context) == ["@entity0", "met", "@entity1", "<unk>", "<unk>", "."]
+
+
+def test_encoded_examples_hold_entity_numbers(path):
+    dm = ClozeDataModule(path, num_entities=5, permute_entities=False)
+    ex = dm.dataset("train").examples[1]
+    assert ex.id == "ex1" and ex.answer == 0
+    assert list(ex.candidates) == [0, 2, 1]
+    assert dm.vocab.decode(ex.query) == ["@placeholder", "sued", "@entity2"]
+
+
+def test_marker_beyond_num_entities_names_example_and_option(path):
+    dm = ClozeDataModule(path, num_entities=2)
+    with pytest.raises(UserError, match=r"example ex1: @entity2 .*--data.num_entities 3"):
+        dm.setup("fit")
+
+
+def test_training_permutation_is_a_consistent_seeded_relabelling(path):
+    dm = ClozeDataModule(path, num_entities=50, seed=7)
+    train = dm.dataset("train")
+    original = train.examples[1]
+    a, b = train[(3, 1)], train[(3, 1)]
+    assert np.array_equal(a.context, b.context) and a.answer == b.answer  # reproducible
+    # One bijection maps every entity id in context, query, answer and candidates.
+    offset = dm.vocab.entity_offset
+    mapping = {}
+    for old, new in zip([*original.context, *original.query], [*a.context, *a.query]):
+        if old >= offset and old < offset + 50:
+            assert mapping.setdefault(old - offset, new - offset) == new - offset
+        else:
+            assert old == new
+    assert len(set(mapping.values())) == len(mapping)
+    assert a.answer == mapping[original.answer]
+    assert [int(c) for c in a.candidates] == [mapping[c] for c in original.candidates]
+    # Other epochs draw other permutations (50 ids: a repeat is vanishingly unlikely).
+    assert any(train[(epoch, 1)].answer != a.answer for epoch in range(4, 9))
+
+
+def test_no_permutation_in_evaluation_or_when_switched_off(path):
+    dm = ClozeDataModule(path, num_entities=50)
+    assert dm.dataset("validation")[(3, 0)] is dm.dataset("validation").examples[0]
+    dm_off = ClozeDataModule(path, num_entities=50, permute_entities=False)
+    assert dm_off.dataset("train")[(3, 1)] is dm_off.dataset("train").examples[1]
+
+
+def test_training_batches_are_permuted_per_epoch(path):
+    dm = ClozeDataModule(path, num_entities=50, batch_size=3)
+    dm.setup("fit")
+    loader = dm.train_dataloader()
+    answers = []
+    for epoch in range(3):
+        loader.batch_sampler.epoch_fn = lambda epoch=epoch: epoch
+        (batch,) = list(loader)
+        order = np.argsort(batch.ids)
+        answers.append(batch.answer[order].tolist())
+        # The answer is always among the candidates after relabelling.
+        assert batch.candidates[torch.arange(3), batch.answer].all()
+    assert answers[0] != answers[1] or answers[1] != answers[2]
+
+
+def test_truncation_is_recorded_and_keeps_candidates(path):
+    dm = ClozeDataModule(path, num_entities=5, max_context_tokens=3, permute_entities=False)
+    dm.setup("fit")
+    batch = next(iter(dm.val_dataloader()))
+    assert batch.context.shape[1] == 3 and batch.truncated.tolist() == [True]
+    assert batch.candidates[0, :2].all()
+
+
+def test_state_dict_round_trip_and_mismatch(path, tmp_path):
+    dm = ClozeDataModule(path, num_entities=5)
+    dm.load_state_dict(dm.state_dict())  # the same vocabulary: accepted
+    other = Vocabulary(["x"], num_entities=5)
+    with pytest.raises(UserError, match="vocabulary differs"):
+        dm.load_state_dict({"vocab": other.to_dict()})
+
+
+def test_stored_vocabulary_wins_over_building(path, tmp_path):
+    Vocabulary(["met"], num_entities=9).save(tmp_path / "vocab.json")
+    dm = ClozeDataModule(path, vocab=str(tmp_path / "vocab.json"))
+    assert dm.num_entities == 9 and dm.vocab.words == ["met"]
+    assert dm.hparams["num_entities"] == 9
+
+
+def test_from_checkpoint_reuses_vocabulary_and_arguments(path, tmp_path):
+    dm = ClozeDataModule(path, num_entities=5, batch_size=2, max_words=1)
+    checkpoint = {
+        "datamodule_hyper_parameters": {**dm.hparams, "_instantiator": "x"},
+        "ClozeDataModule": dm.state_dict(),
+    }
+    torch.save(checkpoint, tmp_path / "run.ckpt")
+    other = write(tmp_path / "other", {"train": TEST, "validation": TEST, "test": TEST})
+    loaded = ClozeDataModule.from_checkpoint(tmp_path / "run.ckpt", path=other)
+    assert loaded.vocab == dm.vocab and loaded.batch_size == 2
+    assert str(loaded.path) == other
+
+
+def test_missing_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(UserError, match="not a processed dataset directory"):
+        ClozeDataModule(str(tmp_path / "nowhere"))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"batch_size": 0}, "batch_size"), ({"max_context_tokens": 0}, "max_context_tokens")],
+)
+def test_bad_arguments(path, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ClozeDataModule(path, **kwargs)

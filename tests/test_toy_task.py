@@ -1,0 +1,89 @@
+"""The generated toy task: its answer depends on reading the right sentence. Attention
+readers solve it; the Uniform Reader (no attention) cannot (issue 3, "Done when")."""
+
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+import pytorch_lightning as pl
+
+from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.data.datamodule import ClozeDataModule
+from attentive_reader.data.toy import RELATIONS, toy_example, write_toy_dataset
+from attentive_reader.models import AttentiveReader, ImpatientReader, UniformReader
+
+
+def _sentences(example: ClozeExample) -> list[tuple[str, str, str]]:
+    """(subject, relation, object) of every sentence (``@entityA rel @entityB fillers .``)."""
+    tokens = example.context
+    return [(tokens[i - 1], t, tokens[i + 1]) for i, t in enumerate(tokens) if t in RELATIONS]
+
+
+def test_exactly_one_sentence_answers_and_counting_entities_does_not_help():
+    rng = np.random.default_rng(0)
+    examples = [toy_example(rng, f"t{i}") for i in range(600)]
+    most_frequent_hits = excluding_subject_hits = 0
+    for ex in examples:
+        subject, relation, _ = ex.query
+        matches = [o for s, r, o in _sentences(ex) if (s, r) == (subject, relation)]
+        assert matches == [ex.answer]
+        assert ex.answer in ex.candidates and ex.answer != subject
+        counts = Counter(t for t in ex.context if t.startswith("@entity"))
+        assert set(counts.values()) == {2}  # every entity fills exactly two slots
+        most_frequent_hits += counts.most_common(1)[0][0] == ex.answer
+        excluding_subject_hits += next(c for c in ex.candidates if c != subject) == ex.answer
+    # Chance is 1/6 (any entity) or 1/5 (any but the query's subject).
+    assert most_frequent_hits / len(examples) < 0.25
+    assert excluding_subject_hits / len(examples) < 0.27
+
+
+def test_same_seed_same_dataset(tmp_path):
+    a = write_toy_dataset(tmp_path / "a", num_train=5, num_validation=2, num_test=2, seed=3)
+    b = write_toy_dataset(tmp_path / "b", num_train=5, num_validation=2, num_test=2, seed=3)
+    rows_a = ClozeDataModule(str(a)).examples("train").to_list()
+    assert rows_a == ClozeDataModule(str(b)).examples("train").to_list()
+    assert (a / "manifest.json").is_file()
+
+
+# Small readers that learn the task in seconds on a CPU.
+SIZES = {"embedding_dim": 32, "hidden_dim": 32, "dropout": 0.0, "optimizer": "adam", "lr": 5e-3}
+READERS = {
+    "attentive-additive": lambda **kw: AttentiveReader(scorer="additive", readout="paper", **kw),
+    "attentive-dot": lambda **kw: AttentiveReader(scorer="dot", **kw),
+    "attentive-cosine": lambda **kw: AttentiveReader(scorer="cosine", **kw),
+    "attentive-bilinear": lambda **kw: AttentiveReader(scorer="bilinear", **kw),
+    "impatient": lambda **kw: ImpatientReader(**kw),
+    "uniform": lambda **kw: UniformReader(**kw),
+}
+NUM_TRAIN, EPOCHS = 1000, 15
+
+
+@pytest.mark.slow
+def test_attention_readers_solve_the_toy_task_and_the_uniform_reader_does_not(tmp_path):
+    start = time.monotonic()
+    path = write_toy_dataset(tmp_path / "toy", num_train=NUM_TRAIN, num_validation=8, num_test=200)
+    accuracy = {}
+    for name, build in READERS.items():
+        pl.seed_everything(0, verbose=False)
+        data = ClozeDataModule(str(path), batch_size=32, num_entities=12)
+        reader = build(vocab_size=data.vocab_size, num_entities=data.num_entities, **SIZES)
+        trainer = pl.Trainer(
+            max_epochs=EPOCHS,
+            accelerator="cpu",
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            use_distributed_sampler=False,
+            limit_val_batches=0,
+            num_sanity_val_steps=0,
+        )
+        trainer.fit(reader, data)
+        accuracy[name] = trainer.test(reader, data, verbose=False)[0]["test_acc"]
+        print(f"{name}: test accuracy {accuracy[name]:.3f} at {time.monotonic() - start:.0f} s")
+    print({name: round(value, 3) for name, value in accuracy.items()})
+    print(f"toy task: {time.monotonic() - start:.0f} s")
+    attention = {name: value for name, value in accuracy.items() if name != "uniform"}
+    assert min(attention.values()) >= 0.9, accuracy
+    assert accuracy["uniform"] <= min(attention.values()) - 0.3, accuracy

@@ -1,0 +1,227 @@
+"""The training CLI (``attentive-reader fit|validate|test|predict``), its configs, checkpoints,
+resuming, bf16 and ``load_reader``."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import pytorch_lightning as pl
+import torch
+import yaml
+
+from attentive_reader.cli import main as cli_main
+from attentive_reader.data.datamodule import ClozeDataModule
+from attentive_reader.data.toy import write_toy_dataset
+from attentive_reader.data.vocab import Vocabulary
+from attentive_reader.errors import UserError
+from attentive_reader.models import AttentiveReader
+from attentive_reader.models.loading import load_reader
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = sorted(ROOT.glob("configs/**/*.yaml"))
+READER_CONFIGS = [c for c in CONFIGS if c.parent == ROOT / "configs"]
+BASE = ROOT / "configs" / "attentive_reader.yaml"
+# Small enough for the CPU; the configs' own sizes are kept.
+QUIET = ["--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory) -> str:
+    directory = tmp_path_factory.mktemp("toy")
+    return str(write_toy_dataset(directory, num_train=64, num_validation=32, num_test=32))
+
+
+@pytest.fixture
+def run_dir(tmp_path, monkeypatch) -> Path:
+    # The CLI writes runs/ (and config.yaml inside it) relative to the working directory.
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def fit_args(toy: str, *extra: str) -> list[str]:
+    return ["--data.path", toy, "--data.num_entities", "12", *QUIET, *extra]
+
+
+def needs_gpu(config: Path) -> bool:
+    trainer = (yaml.safe_load(config.read_text()) or {}).get("trainer") or {}
+    return trainer.get("accelerator") in ("gpu", "cuda") and not torch.cuda.is_available()
+
+
+def test_configs_are_found():
+    names = {c.relative_to(ROOT / "configs").as_posix() for c in CONFIGS}
+    assert {
+        "attentive_reader.yaml",
+        "impatient_reader.yaml",
+        "deep_lstm_reader.yaml",
+        "uniform_reader.yaml",
+        "trainer/cpu_debug.yaml",
+        "trainer/ddp_gpu.yaml",
+        "trainer/multinode.yaml",
+    } <= names
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.relative_to(ROOT).as_posix())
+def test_every_shipped_config_runs(config, toy, run_dir, capsys):
+    """Reader configs run alone; pieces (trainer/, logger/) run after the base reader config.
+    Pieces that need GPUs are parsed (``--print_config``) where there are none."""
+    configs = ["--config", str(config)]
+    if config not in READER_CONFIGS:
+        configs = ["--config", str(BASE), *configs]
+    if needs_gpu(config):
+        with pytest.raises(SystemExit) as info:
+            cli_main(["fit", *configs, *fit_args(toy), "--print_config"])
+        assert info.value.code == 0
+        printed = yaml.safe_load(capsys.readouterr().out)
+        expected = yaml.safe_load(config.read_text())["trainer"]
+        assert {k: printed["trainer"][k] for k in expected} == expected
+        assert printed["trainer"]["use_distributed_sampler"] is False
+        return
+    if config.parent.name == "logger":
+        # fast_dev_run swaps loggers for a dummy: take two real steps and look for the logs.
+        short = ["--trainer.max_steps", "2", "--trainer.limit_val_batches", "1"]
+        assert cli_main(["fit", *configs, *fit_args(toy), *short]) == 0
+        logger = yaml.safe_load(config.read_text())["trainer"]["logger"]["init_args"]
+        assert any((run_dir / logger["save_dir"] / logger["name"]).rglob("*"))
+        return
+    args = ["fit", *configs, *fit_args(toy), "--trainer.fast_dev_run", "true"]
+    assert cli_main([*args, "--trainer.accelerator", "cpu"]) == 0
+
+
+def _checkpoints(run: Path) -> Path:
+    (directory,) = run.glob("runs/lightning_logs/version_*/checkpoints")
+    return directory
+
+
+@pytest.mark.slow
+def test_fit_writes_checkpoints_vocab_and_config_and_load_reader_round_trips(toy, run_dir):
+    args = ["fit", "--config", str(BASE), *fit_args(toy), "--trainer.max_epochs", "2"]
+    assert cli_main(args) == 0
+    checkpoints = _checkpoints(run_dir)
+    best = list(checkpoints.glob("best-*.ckpt"))
+    assert (checkpoints / "last.ckpt").is_file() and len(best) == 1
+    assert (checkpoints.parent / "config.yaml").is_file()
+    assert not (run_dir / "config.yaml").exists()
+
+    # The vocabulary: in the checkpoint and beside it, equal to the data's.
+    vocab = Vocabulary.load(checkpoints / "vocab.json")
+    assert vocab == ClozeDataModule(toy, num_entities=12).vocab
+    data = ClozeDataModule.from_checkpoint(checkpoints / "last.ckpt")
+    assert data.vocab == vocab and data.num_entities == 12 and str(data.path) == toy
+
+    # load_reader: the right class, the stored weights, the same predictions.
+    reader = load_reader(best[0])
+    assert type(reader) is AttentiveReader and not reader.training
+    state = torch.load(best[0], weights_only=True)["state_dict"]
+    assert all(torch.equal(reader.state_dict()[k], v) for k, v in state.items())
+    data.setup("validate")
+    batch = next(iter(data.val_dataloader()))
+    again = load_reader(best[0])
+    torch.testing.assert_close(reader(batch).logits, again(batch).logits)
+
+    # validate with --ckpt_path uses the checkpoint's vocabulary and reproduces its val_acc.
+    score = float(best[0].stem.rsplit("-", 1)[1])
+    logs = ["--trainer.logger", "CSVLogger", "--trainer.logger.save_dir", "val"]
+    argv = ["validate", "--config", str(BASE), "--data.path", toy, *QUIET, *logs]
+    assert cli_main([*argv, "--ckpt_path", str(best[0])]) == 0
+    rows = _metrics(run_dir / "val")
+    assert float(rows[-1]["val_acc"]) == pytest.approx(score, abs=1e-4)
+    # test and predict run from the checkpoint too.
+    for subcommand in ("test", "predict"):
+        argv = [subcommand, "--config", str(BASE), "--data.path", toy, *QUIET]
+        assert cli_main([*argv, "--ckpt_path", str(best[0])]) == 0
+
+
+def _metrics(save_dir: Path) -> list[dict]:
+    (path,) = save_dir.glob("**/metrics.csv")
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
+
+
+KILLER = '''
+import os, signal
+from pytorch_lightning.callbacks import Callback
+
+class KillAtStep(Callback):
+    """SIGKILL this process once ``step`` optimizer steps are done (a crash: no cleanup)."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_train_batch_end(self, trainer, *args):
+        if trainer.global_step >= self.step:
+            os.kill(os.getpid(), signal.SIGKILL)
+'''
+
+
+@pytest.mark.slow
+def test_killed_fit_resumes_from_the_saved_step(toy, run_dir):
+    (run_dir / "killer.py").write_text(KILLER)
+    common = [
+        "--config",
+        str(BASE),
+        *fit_args(toy),
+        "--data.batch_size",
+        "8",
+        # Validate (one batch) every 2 steps; each validation saves last.ckpt.
+        "--trainer.val_check_interval",
+        "2",
+        "--trainer.limit_val_batches",
+        "1",
+    ]
+    env = {**os.environ, "PYTHONPATH": f"{run_dir}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    kill = ["--trainer.callbacks+=killer.KillAtStep", "--trainer.callbacks.step", "5"]
+    process = subprocess.run(
+        [sys.executable, "-m", "attentive_reader.cli", "fit", *common, *kill],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert process.returncode == -signal.SIGKILL, process.stderr[-3000:]
+    last = _checkpoints(run_dir) / "last.ckpt"
+    assert torch.load(last, weights_only=True)["global_step"] == 4
+
+    logs = ["--trainer.logger", "CSVLogger", "--trainer.logger.save_dir", "resumed"]
+    resume = ["--trainer.max_steps", "9", "--trainer.log_every_n_steps", "1", *logs]
+    assert cli_main(["fit", *common, *resume, "--ckpt_path", str(last)]) == 0
+    rows = _metrics(run_dir / "resumed")
+    trained = {int(row["step"]) for row in rows if row.get("train_loss_step")}
+    # The resumed run trains steps 5..9 only (logged at 0-based steps 4..8), not 1..9.
+    assert trained == {4, 5, 6, 7, 8}
+
+
+@pytest.mark.slow
+def test_bf16_mixed_precision_runs_on_cpu(toy, run_dir):
+    args = ["fit", "--config", str(BASE), *fit_args(toy), "--trainer.fast_dev_run", "true"]
+    assert cli_main([*args, "--trainer.precision", "bf16-mixed"]) == 0
+
+    # The layers really run in bf16, and the loss stays finite.
+    data = ClozeDataModule(toy, num_entities=12)
+    reader = AttentiveReader(data.vocab_size, data.num_entities, embedding_dim=16, hidden_dim=16)
+    dtypes = []
+    reader.output.register_forward_hook(lambda module, inputs, out: dtypes.append(out.dtype))
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        precision="bf16-mixed",
+        fast_dev_run=True,
+        use_distributed_sampler=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(reader, data)
+    assert dtypes and set(dtypes) == {torch.bfloat16}
+    assert torch.isfinite(trainer.callback_metrics["train_loss_step"])
+
+
+def test_unknown_subcommand_and_missing_data_are_clear_errors(run_dir, capsys):
+    with pytest.raises(UserError, match="first argument"):
+        from attentive_reader.commands.train import main
+
+        main(["train"])
+    assert cli_main(["fit", "--config", str(BASE), "--data.path", "nowhere"]) == 2
+    assert "not a processed dataset directory" in capsys.readouterr().err
