@@ -67,27 +67,32 @@ class ReaderCLI(LightningCLI):
 
 def main(argv: list[str]) -> int:
     """Run the Lightning CLI; ``argv[0]`` is the subcommand (``fit``, ``validate``, ...)."""
+    run_cli(argv)
+    return 0
+
+
+def run_cli(argv: list[str]) -> ReaderCLI:
+    """Run the Lightning CLI on ``argv`` (``argv[0]`` is the subcommand) and return it.
+
+    The returned CLI holds the trainer, model and data module (the demo reads the best
+    checkpoint and tests through them).
+    """
     if not argv or argv[0] not in SUBCOMMANDS:
         raise UserError(f"the first argument must be one of {', '.join(SUBCOMMANDS)}")
     with warnings.catch_warnings():
         # The console entry passes sys.argv[1:] as ``args``; Lightning warns about having both.
         warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
-        _run(argv)
-    return 0
-
-
-def _run(argv: list[str]) -> None:
-    ReaderCLI(
-        ClozeReader,
-        ClozeDataModule,
-        subclass_mode_model=True,
-        args=argv,
-        trainer_defaults={
-            "default_root_dir": "runs",
-            # The data module shards batches across ranks itself (BucketBatchSampler).
-            "use_distributed_sampler": False,
-            "callbacks": [RichProgressBar(), VocabularyWriter()],
-        },
-        # The resolved config is saved into the run's log directory (never ./config.yaml).
-        save_config_kwargs={"overwrite": True},
-    )
+        return ReaderCLI(
+            ClozeReader,
+            ClozeDataModule,
+            subclass_mode_model=True,
+            args=argv,
+            trainer_defaults={
+                "default_root_dir": "runs",
+                # The data module shards batches across ranks itself (BucketBatchSampler).
+                "use_distributed_sampler": False,
+                "callbacks": [RichProgressBar(), VocabularyWriter()],
+            },
+            # The resolved config is saved into the run's log directory (never ./config.yaml).
+            save_config_kwargs={"overwrite": True},
+        )

@@ -1,0 +1,303 @@
+"""The one-command demo: the whole toolkit on the built-in synthetic corpus.
+
+generate stories -> preprocess them with the real pipeline (spaCy NER) -> fit a reader with the
+Lightning CLI and a shipped config -> test it -> the evaluation report (with the paper's
+baselines) -> attention heatmaps; all into one output directory, with a closing summary.
+
+Every step calls the same code as the matching ``attentive-reader`` subcommand, so what the demo
+shows is what a user gets on a real corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from attentive_reader.errors import UserError
+
+MARKER_FILE = "demo.json"
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """Options of ``attentive-reader demo``.
+
+    Attributes:
+        out_dir: where everything goes (corpus, dataset, checkpoints, report, heatmaps).
+        reader: a shipped reader config (``attentive_reader``, ``impatient_reader``, ...; see
+            ``configs/``) or the path of a YAML config.
+        stories: number of synthetic stories to generate.
+        epochs: training epochs.
+        seed: seed of the corpus and of training.
+        num_proc: preprocessing processes.
+        heatmaps: number of test examples to draw heatmaps for.
+        spacy_model: spaCy pipeline for NER; ``None``: an installed statistical model, else
+            an entity ruler built from the generator's own names; ``"ruler"``: that ruler
+            (fast, exact on this corpus).
+    """
+
+    out_dir: str = "runs/demo"
+    reader: str = "attentive_reader"
+    stories: int = 2000
+    epochs: int = 4
+    seed: int = 0
+    num_proc: int = 2
+    heatmaps: int = 10
+    spacy_model: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("stories", "epochs", "num_proc", "heatmaps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UserError(
+                    f"--{name.replace('_', '-')} must be a positive integer, got {value!r}"
+                )
+        if self.stories < 50:
+            raise UserError(
+                f"--stories must be at least 50 (the test split gets 1 in 10), got {self.stories}"
+            )
+
+
+def configs_dir() -> Path:
+    """The shipped ``configs/`` directory (a checkout, or the copy an install puts in ``share/``)."""
+    candidates = [
+        Path(__file__).resolve().parents[1] / "configs",
+        Path(sys.prefix) / "share" / "attentive-reader" / "configs",
+    ]
+    for candidate in candidates:
+        if (candidate / "attentive_reader.yaml").is_file():
+            return candidate
+    raise UserError(
+        "cannot find the shipped configs/ directory; run from a checkout of attentive-reader "
+        "(pip install -e .) or pass --reader PATH/TO/CONFIG.yaml"
+    )
+
+
+def shipped_readers() -> list[str]:
+    """Names of the shipped reader configs (``configs/<name>.yaml``)."""
+    return sorted(p.stem for p in configs_dir().glob("*.yaml"))
+
+
+def reader_config(reader: str) -> Path:
+    """The YAML config for ``reader``: a shipped config's name or a path."""
+    path = Path(reader)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise UserError(f"reader config {path} does not exist")
+        return path
+    shipped = configs_dir() / f"{reader}.yaml"
+    if not shipped.is_file():
+        raise UserError(
+            f"unknown reader {reader!r}; choose one of {', '.join(shipped_readers())} "
+            "or pass the path of a YAML config"
+        )
+    return shipped
+
+
+def _prepare_out_dir(out: Path) -> None:
+    """Create ``out``; an earlier demo's output there is replaced, anything else is kept."""
+    if out.exists() and any(out.iterdir()):
+        if not (out / MARKER_FILE).is_file():
+            raise UserError(
+                f"{out} exists and is not the output of an earlier demo; "
+                "choose another --out-dir or empty it"
+            )
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def _ner_model(options: DemoOptions, ruler_dir: Path, console: Console) -> str:
+    """The spaCy pipeline to preprocess with (name or directory)."""
+    from attentive_reader.corpus.entities import resolve_model
+
+    if options.spacy_model == "ruler":
+        return str(ruler_dir)
+    if options.spacy_model is not None:
+        return resolve_model(options.spacy_model)
+    try:
+        return resolve_model(None)
+    except UserError:
+        console.print(
+            "[yellow]No statistical spaCy model is installed: using an entity ruler built from "
+            "the generator's own names (pip install 'attentive-reader[ner]' for the real NER).[/]"
+        )
+        return str(ruler_dir)
+
+
+def run_demo(options: DemoOptions, console: Console | None = None) -> dict:
+    """Run the demo; returns the summary that is also written to ``OUT_DIR/demo.json``.
+
+    Raises:
+        UserError: a bad option or an output directory that holds something else.
+    """
+    console = console or Console()
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    config = reader_config(options.reader)
+    demo_piece = configs_dir() / "demo" / "demo.yaml"
+    out = Path(options.out_dir)
+    _prepare_out_dir(out)
+    (out / MARKER_FILE).write_text(json.dumps({"options": asdict(options), "complete": False}))
+
+    def step(number: int, title: str) -> float:
+        console.rule(f"[bold]{number}/6 {title}")
+        return time.perf_counter()
+
+    # 1. The corpus.
+    from attentive_reader.corpus.synthetic import (
+        build_ruler_pipeline,
+        generate_corpus,
+        write_corpus,
+    )
+
+    t = step(1, f"Generating {options.stories} synthetic news stories (seed {options.seed})")
+    corpus = out / "corpus"
+    stories = generate_corpus(options.stories, options.seed)
+    info = write_corpus(corpus, stories, options.seed)
+    build_ruler_pipeline().to_disk(corpus / "entity_ruler")
+    console.print(f"wrote {info['stories']} stories to {corpus / 'stories'}")
+    timings["generate"] = time.perf_counter() - t
+
+    # 2. Preprocessing with the real pipeline.
+    from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
+
+    t = step(2, "Preprocessing: spaCy NER, anonymization, cloze questions")
+    data = out / "data"
+    model = _ner_model(options, corpus / "entity_ruler", console)
+    num_proc = max(1, min(options.num_proc, os.cpu_count() or 1))
+    result = preprocess(
+        [str(corpus / "stories")],
+        data,
+        PreprocessOptions(
+            spacy_model=model,
+            url_lists=str(corpus / "url_lists"),
+            num_proc=num_proc,
+            shard_size=max(16, options.stories // (4 * num_proc)),
+        ),
+        console=console,
+    )
+    examples = result.manifest.get("examples", {})
+    console.print(
+        f"{data}: " + ", ".join(f"{split} {count:,}" for split, count in examples.items())
+    )
+    timings["preprocess"] = time.perf_counter() - t
+
+    # 3. Training through the Lightning CLI with the shipped config + the demo piece.
+    from attentive_reader.commands.train import run_cli
+
+    t = step(3, f"Training {config.stem} for {options.epochs} epochs")
+    train_dir = out / "train"
+    cli = run_cli(
+        [
+            "fit",
+            "--config", str(config),
+            "--config", str(demo_piece),
+            "--data.path", str(data),
+            "--trainer.default_root_dir", str(train_dir),
+            "--trainer.max_epochs", str(options.epochs),
+            "--seed_everything", str(options.seed),
+        ]
+    )  # fmt: skip
+    checkpoint = cli.trainer.checkpoint_callback.best_model_path
+    if not checkpoint:
+        raise UserError("training wrote no checkpoint (was the validation split empty?)")
+    timings["fit"] = time.perf_counter() - t
+
+    # 4. Test accuracy through Lightning.
+    t = step(4, "Testing the best checkpoint")
+    tested = cli.trainer.test(cli.model, datamodule=cli.datamodule, ckpt_path=checkpoint)
+    test_acc = float(tested[0]["test_acc"]) if tested else float("nan")
+    timings["test"] = time.perf_counter() - t
+
+    # 5. The evaluation report (exact accuracy, interval, breakdowns, baselines).
+    from attentive_reader.commands import evaluate, heatmap
+
+    t = step(5, "Evaluation report with the paper's baselines")
+    report_path = out / "report.json"
+    evaluate.main(
+        ["--ckpt", checkpoint, "--data", str(data), "--split", "test", "--out", str(report_path)]
+    )
+    report = json.loads(report_path.read_text())
+    timings["evaluate"] = time.perf_counter() - t
+
+    # 6. Heatmaps.
+    t = step(6, f"Attention heatmaps for {options.heatmaps} test examples")
+    heatmaps = out / "heatmaps"
+    heatmap.main(
+        ["--ckpt", checkpoint, "--data", str(data), "--split", "test",
+         "--limit", str(options.heatmaps), "--out", str(heatmaps)]
+    )  # fmt: skip
+    timings["heatmaps"] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - started
+
+    summary = {
+        "options": asdict(options),
+        "complete": True,
+        "reader_config": str(config),
+        "spacy_model": model,
+        "examples": examples,
+        "test_acc": test_acc,
+        "systems": _system_accuracies(report),
+        "checkpoint": checkpoint,
+        "report": str(report_path),
+        "heatmaps": str(heatmaps / "index.html"),
+        "seconds": {k: round(v, 1) for k, v in timings.items()},
+    }
+    (out / MARKER_FILE).write_text(json.dumps(summary, indent=2))
+    _print_summary(summary, console)
+    return summary
+
+
+def _system_accuracies(report: dict) -> dict[str, dict]:
+    """System name -> {accuracy, low, high, count} from an evaluation report."""
+    systems = {}
+    for system in report.get("systems", []):
+        overall = system["overall"]
+        systems[system["name"]] = {
+            "kind": system["kind"],
+            "accuracy": overall["accuracy"],
+            "low": overall["ci_low"],
+            "high": overall["ci_high"],
+            "count": overall["n"],
+        }
+    return systems
+
+
+def _print_summary(summary: dict, console: Console) -> None:
+    console.rule("[bold]Demo summary")
+    table = Table(title="Test accuracy (95% Wilson interval)")
+    table.add_column("system")
+    table.add_column("accuracy", justify="right")
+    table.add_column("interval", justify="right")
+    for name, figures in summary["systems"].items():
+        reader = Path(summary["reader_config"]).stem
+        label = f"{name} (baseline)" if figures["kind"] == "baseline" else f"{reader} (reader)"
+        interval = f"{figures['low']:.3f}-{figures['high']:.3f}"
+        table.add_row(label, f"{figures['accuracy']:.3f}", interval)
+    console.print(table)
+    seconds = summary["seconds"]
+    console.print(
+        "time: "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items() if k != "total")
+        + f"; total {seconds['total'] / 60:.1f} min"
+    )
+    out = Path(summary["options"]["out_dir"])
+    console.print(f"checkpoint: {summary['checkpoint']}")
+    console.print(f"report:     {summary['report']}")
+    console.print(f"heatmaps:   {summary['heatmaps']}")
+    console.print(
+        "\nGo further:\n"
+        f"  attentive-reader demo --reader impatient_reader --out-dir {out.parent / 'impatient'}\n"
+        "  attentive-reader preprocess cnn/stories --url-lists url_lists --output data/cnn "
+        "--num-proc 8\n"
+        "  attentive-reader fit --config configs/attentive_reader.yaml --data.path data/cnn\n"
+        "  attentive-reader evaluate --ckpt CKPT --data data/cnn --split test --out report.json"
+    )
