@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 RnnName = Literal["lstm", "gru"]
 
@@ -20,8 +20,17 @@ RnnName = Literal["lstm", "gru"]
 class SequenceEncoder(nn.Module):
     """A (bi)directional LSTM or GRU that reads only the real tokens of each sequence.
 
-    Sequences are packed, so padding never enters the recurrence (in particular the backward
-    direction starts at each sequence's last real token, not at the end of the padding).
+    Padding never enters the recurrence of a real token: the forward direction runs over
+    the padded batch (padding comes after the real tokens, so it cannot reach their states),
+    and the backward direction runs forwards over each sequence reversed within its own
+    length, so it starts at that sequence's last real token. Stacked bidirectional layers
+    are run one at a time (the next layer reads both directions of the previous one).
+
+    Why not a ``PackedSequence``: on the CPU, torch runs a packed RNN step by step over
+    slices of the packed data, and autograd gives every slice a gradient as large as the
+    whole sequence, so the backward pass costs O(n^2) (37 s against 0.6 s for one batch of
+    32 contexts of ~900 tokens, see the README's "Performance"). The padded runs use
+    torch's fused (oneDNN) RNN kernels in both passes.
 
     Args:
         input_dim: size ``d`` of each input vector.
@@ -52,17 +61,20 @@ class SequenceEncoder(nn.Module):
         if rnn not in ("lstm", "gru"):
             raise ValueError(f"rnn must be 'lstm' or 'gru', got {rnn!r}")
         cell = nn.LSTM if rnn == "lstm" else nn.GRU
-        self.rnn = cell(
-            input_dim,
-            hidden_dim,
-            num_layers=num_layers,
-            batch_first=True,
-            dropout=dropout if num_layers > 1 else 0.0,
-            bidirectional=bidirectional,
+        directions = 2 if bidirectional else 1
+        # layers[k][0] reads forwards, layers[k][1] (bidirectional) reads backwards. Built in
+        # the order of a bidirectional nn.LSTM's parameters, so a seed gives the same weights.
+        self.layers = nn.ModuleList(
+            nn.ModuleList(
+                cell(input_dim if k == 0 else hidden_dim * directions, hidden_dim, batch_first=True)
+                for _ in range(directions)
+            )
+            for k in range(num_layers)
         )
+        self.dropout = dropout if num_layers > 1 else 0.0
         self.hidden_dim = hidden_dim
         self.bidirectional = bidirectional
-        self.output_dim = hidden_dim * (2 if bidirectional else 1)
+        self.output_dim = hidden_dim * directions
 
     def forward(self, inputs: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """Encode a padded batch.
@@ -77,25 +89,48 @@ class SequenceEncoder(nn.Module):
             and the backward state at the first token (top layer). Sequences without any real
             token get zeros in both.
         """
-        b, n, _ = inputs.shape
         lengths = mask.sum(dim=1)  # (b,)
-        # pack_padded_sequence rejects length 0; encode one (masked) step and zero it below.
-        packed = pack_padded_sequence(
-            inputs, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False
-        )
-        packed_states, hidden = self.rnn(packed)
-        states, _ = pad_packed_sequence(packed_states, batch_first=True, total_length=n)
-        if isinstance(hidden, tuple):  # LSTM: (h_n, c_n)
-            hidden = hidden[0]
-        # hidden: (layers * directions, b, h), already in the original batch order
+        keep = mask.unsqueeze(-1)  # (b, n, 1)
+        reverse = _reverse_index(lengths, inputs.shape[1]).unsqueeze(-1)  # (b, n, 1)
+        states = inputs
+        for k, directions in enumerate(self.layers):
+            if k > 0:
+                states = F.dropout(states, self.dropout, self.training)
+            forward_states, _ = directions[0](states)  # (b, n, h)
+            outputs = [forward_states]
+            if self.bidirectional:
+                flipped = _gather_time(states, reverse)  # (b, n, d'): each sequence reversed
+                backward_states, _ = directions[1](flipped)  # (b, n, h)
+                outputs.append(_gather_time(backward_states, reverse))  # back in token order
+            states = torch.cat(outputs, dim=-1) if self.bidirectional else forward_states
+            states = torch.where(keep, states, 0.0)  # (b, n, o)
+        h = self.hidden_dim
+        last = (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(-1, 1, h)  # (b, 1, h)
+        final = torch.gather(states[..., :h], 1, last).squeeze(1)  # (b, h) last forward
         if self.bidirectional:
-            final = torch.cat([hidden[-2], hidden[-1]], dim=-1)  # (b, 2h)
-        else:
-            final = hidden[-1]  # (b, h)
-        nonempty = (lengths > 0).unsqueeze(-1)  # (b, 1)
-        states = states * mask.unsqueeze(-1).to(states.dtype)  # (b, n, o)
-        final = final * nonempty.to(final.dtype)  # (b, o)
+            final = torch.cat([final, states[:, 0, h:]], dim=-1)  # (b, 2h) + first backward
+        final = torch.where((lengths > 0).unsqueeze(-1), final, 0.0)  # (b, o)
         return states, final
+
+
+def _reverse_index(lengths: Tensor, n: int) -> Tensor:
+    """Time indices that reverse each sequence within its length and leave padding in place.
+
+    Args:
+        lengths: (b,) real tokens per sequence.
+        n: padded length.
+
+    Returns:
+        (b, n) long: ``lengths - 1 - t`` for ``t < lengths``, else ``t`` (an involution).
+    """
+    position = torch.arange(n, device=lengths.device).unsqueeze(0)  # (1, n)
+    end = lengths.unsqueeze(1)  # (b, 1)
+    return torch.where(position < end, end - 1 - position, position)  # (b, n)
+
+
+def _gather_time(values: Tensor, index: Tensor) -> Tensor:
+    """``values[i, index[i, t]]`` for every ``i, t``: (b, n, c) by (b, n, 1) -> (b, n, c)."""
+    return torch.gather(values, 1, index.expand(-1, -1, values.shape[-1]))
 
 
 def load_word_vectors(

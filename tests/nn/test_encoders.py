@@ -104,3 +104,76 @@ def test_load_word_vectors_bad_number(tmp_path):
     path.write_text("the 1 x 3\n", encoding="utf-8")
     with pytest.raises(ValueError, match="line 1: a value of 'the' is not a number"):
         load_word_vectors(path, ["the"], nn.Embedding(2, 3))
+
+
+def packed_reference(encoder: SequenceEncoder, rnn: str, inputs, mask):
+    """The same weights in one torch (bi)directional RNN over a PackedSequence."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    layers = len(encoder.layers)
+    cell = nn.LSTM if rnn == "lstm" else nn.GRU
+    reference = cell(
+        inputs.shape[-1],
+        encoder.hidden_dim,
+        num_layers=layers,
+        batch_first=True,
+        bidirectional=encoder.bidirectional,
+    )
+    with torch.no_grad():
+        for k, directions in enumerate(encoder.layers):
+            for direction, module in zip(("", "_reverse"), directions):
+                for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                    getattr(reference, f"{name}_l{k}{direction}").copy_(
+                        getattr(module, f"{name}_l0")
+                    )
+    lengths = mask.sum(dim=1)
+    packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
+    out, hidden = reference(packed)
+    states, _ = pad_packed_sequence(out, batch_first=True, total_length=inputs.shape[1])
+    hidden = hidden[0] if rnn == "lstm" else hidden
+    final = torch.cat([hidden[-2], hidden[-1]], -1) if encoder.bidirectional else hidden[-1]
+    return states, final, reference
+
+
+@pytest.mark.parametrize(
+    "rnn,layers,bidirectional", [("lstm", 2, True), ("gru", 2, True), ("lstm", 2, False)]
+)
+def test_matches_torch_packed_rnn_values_and_gradients(rnn, layers, bidirectional):
+    torch.manual_seed(0)
+    encoder = SequenceEncoder(3, 4, rnn=rnn, num_layers=layers, bidirectional=bidirectional)
+    inputs, mask = padded([6, 1, 4, 6], seed=1)
+    weights = torch.randn(4, 6, encoder.output_dim)  # a loss that weighs every state
+    states, final = encoder(inputs, mask)
+    ref_states, ref_final, reference = packed_reference(encoder, rnn, inputs, mask)
+    assert torch.allclose(states, ref_states, atol=1e-6)
+    assert torch.allclose(final, ref_final, atol=1e-6)
+    ((states * weights).sum() + final.sum()).backward()
+    ((ref_states * weights).sum() + ref_final.sum()).backward()
+    for k, directions in enumerate(encoder.layers):
+        for direction, module in zip(("", "_reverse"), directions):
+            for name in ("weight_ih", "weight_hh", "bias_hh"):
+                expected = getattr(reference, f"{name}_l{k}{direction}").grad
+                assert torch.allclose(getattr(module, f"{name}_l0").grad, expected, atol=1e-5)
+
+
+def test_same_seed_gives_the_weights_of_a_bidirectional_lstm():
+    torch.manual_seed(3)
+    encoder = SequenceEncoder(3, 4, num_layers=2)
+    torch.manual_seed(3)
+    lstm = nn.LSTM(3, 4, num_layers=2, bidirectional=True)
+    assert torch.equal(encoder.layers[1][1].weight_hh_l0, lstm.weight_hh_l1_reverse)
+    assert torch.equal(encoder.layers[0][0].bias_ih_l0, lstm.bias_ih_l0)
+
+
+def test_dropout_between_layers_only_in_training():
+    torch.manual_seed(0)
+    encoder = SequenceEncoder(3, 4, num_layers=2, dropout=0.5)
+    inputs, mask = padded([5, 3])
+    encoder.eval()
+    first, _ = encoder(inputs, mask)
+    again, _ = encoder(inputs, mask)
+    assert torch.equal(first, again)
+    encoder.train()
+    noisy, _ = encoder(inputs, mask)
+    assert not torch.allclose(noisy, first)
+    assert torch.equal(noisy[1, 3:], torch.zeros(2, 8))
