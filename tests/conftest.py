@@ -1,8 +1,16 @@
 """Shared test fixtures. ``SHARED_DATA`` points at the real sample corpora (skip when absent)."""
 
+import os
 from pathlib import Path
 
 import pytest
+
+# The tests train tiny models: one torch thread is fastest for them, and on a machine whose
+# cores are busy more threads make every small parallel section wait for a descheduled
+# thread (the toy-task test took 463 s with 2 threads on a loaded 2-core machine, 34 s with
+# 1). Set before torch is imported; subprocesses (DDP, resume tests) inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
