@@ -241,7 +241,10 @@ def heatmap_examples(
             weights = tuple(tuple(float(w) for w in r[:n]) for r in weights[:m])
         elif weights is not None:
             weights = tuple(float(w) for w in weights[:n])
-        picks = () if selected is None else tuple(sorted({int(p) for p in selected[i] if p < n}))
+        # A hard reader marks empty slots (context shorter than k) with -1.
+        picks = (
+            () if selected is None else tuple(sorted({int(p) for p in selected[i] if 0 <= p < n}))
+        )
         out.append(
             HeatmapExample(
                 id=example_id,

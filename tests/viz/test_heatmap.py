@@ -236,11 +236,13 @@ def test_heatmap_examples_from_a_prediction_batch():
         "prediction": torch.tensor([1, 0]),
         "answer": torch.tensor([1, 0]),
         "attention": torch.tensor([[0.1, 0.6, 0.2, 0.1], [0.5, 0.5, 0.0, 0.0]]),
-        "selected": torch.tensor([[1], [0]]),
+        # k = 3 without replacement: y has only 2 tokens, its empty slot holds -1.
+        "selected": torch.tensor([[1, 2, 0], [0, 1, -1]]),
     }
     a, b = heatmap_examples(prediction, rows)
     assert a.probabilities == {"@entity1": 0.75, "@entity0": 0.25}
-    assert a.prediction == "@entity1" and a.correct and a.selected == (1,)
+    assert a.prediction == "@entity1" and a.correct and a.selected == (0, 1, 2)
+    assert b.selected == (0, 1)
     assert b.context == ("@entity0", "lost") and b.attention == (0.5, 0.5)
     assert not b.truncated
 
