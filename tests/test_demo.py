@@ -21,6 +21,8 @@ def test_small_demo_runs_end_to_end(tmp_path, monkeypatch):
     assert summary["complete"] is True
     assert json.loads((out / "demo.json").read_text()) == summary
     assert set(summary["examples"]) == {"train", "validation", "test"}
+    # The demo trains on the compact stories.
+    assert json.loads((out / "corpus" / "synthetic.json").read_text())["shape"] == "compact"
     assert summary["examples"]["test"] > 0
     assert 0.0 <= summary["test_acc"] <= 1.0
     # The report holds the reader beside the paper's three baselines.

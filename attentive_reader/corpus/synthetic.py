@@ -618,6 +618,73 @@ AMOUNTS: tuple[str, ...] = (
 # fact is highlighted (so that frequency says nothing about the answer).
 _MENTION_COUNTS = (1, 2, 3, 4)
 _MENTION_WEIGHTS = (0.3, 0.35, 0.25, 0.1)
+
+
+@dataclass(frozen=True)
+class StoryShape:
+    """How big a story is: its fact plans, mention counts and plain filler.
+
+    Attributes:
+        name: the shape's name (``default``, ``compact``), recorded in ``synthetic.json``.
+        plans: the fact plans, drawn uniformly: ``(number of kinds, repeat choices)``; each
+            of the kinds is stated a number of times drawn from the repeat choices (>= 2, so
+            that every fact has a distractor of its kind).
+        mention_counts: total mention counts an entity can get, drawn independently of its
+            facts with ``mention_weights``.
+        mention_weights: the weights of ``mention_counts``.
+        plain_fillers: ``(low, high)``: how many entity-free filler sentences are added.
+        min_sentences: stories with fewer sentences get plain filler up to this many.
+    """
+
+    name: str
+    plans: tuple[tuple[int, tuple[int, ...]], ...]
+    mention_counts: tuple[int, ...]
+    mention_weights: tuple[float, ...]
+    plain_fillers: tuple[int, int]
+    min_sentences: int
+
+    def __post_init__(self) -> None:
+        if not self.plans:
+            raise ValueError("StoryShape.plans must hold at least one plan")
+        for kinds, repeats in self.plans:
+            if not 1 <= kinds <= len(FACT_KINDS) or not repeats or min(repeats) < 2:
+                raise ValueError(
+                    f"StoryShape plan {(kinds, repeats)} is invalid: use 1..{len(FACT_KINDS)} "
+                    "kinds, each repeated at least twice"
+                )
+        if len(self.mention_counts) != len(self.mention_weights) or min(self.mention_counts) < 1:
+            raise ValueError(
+                "StoryShape.mention_counts must be positive and as many as mention_weights"
+            )
+        low, high = self.plain_fillers
+        if not 0 <= low <= high or self.min_sentences < 0:
+            raise ValueError(
+                "StoryShape.plain_fillers must be 0 <= low <= high, min_sentences >= 0"
+            )
+
+
+# The default shape: ~220-token stories, 4-6 facts of 2-3 kinds, ~12 candidates per question.
+DEFAULT_SHAPE = StoryShape(
+    name="default",
+    plans=((3, (2,)), (2, (2, 3))),
+    mention_counts=_MENTION_COUNTS,
+    mention_weights=_MENTION_WEIGHTS,
+    plain_fillers=(2, 4),
+    min_sentences=10,
+)
+# The compact shape (the demo's): ~75-word stories (~80 tokens anonymized), 2-3 facts of one
+# kind or 2 x 2 facts, at most two mentions per entity and little filler, ~7.5 candidates per
+# question (maximum-frequency baseline ~0.15).
+COMPACT_SHAPE = StoryShape(
+    name="compact",
+    plans=((1, (2, 3)), (2, (2,))),
+    mention_counts=(1, 2),
+    mention_weights=(0.6, 0.4),
+    plain_fillers=(0, 1),
+    min_sentences=4,
+)
+SHAPES: dict[str, StoryShape] = {shape.name: shape for shape in (DEFAULT_SHAPE, COMPACT_SHAPE)}
+
 _SPLIT_PATTERN: tuple[SplitName, ...] = ("train",) * 8 + ("validation", "test")
 
 
@@ -722,8 +789,18 @@ def _capitalize_first(sentence: str) -> str:
     return sentence[:1].upper() + sentence[1:]
 
 
-def generate_story(seed: int, number: int) -> SyntheticStory:
+def _repeats(rng: random.Random, choices: tuple[int, ...]) -> int:
+    # A single choice draws nothing, so the default shape's random stream is unchanged.
+    return choices[0] if len(choices) == 1 else rng.choice(choices)
+
+
+def generate_story(seed: int, number: int, shape: StoryShape = DEFAULT_SHAPE) -> SyntheticStory:
     """Generate story ``number`` of ``seed`` (deterministic; independent of other stories).
+
+    Args:
+        seed: the corpus seed.
+        number: the story number.
+        shape: the story size (``DEFAULT_SHAPE``, or ``COMPACT_SHAPE`` for short stories).
 
     Raises:
         ValueError: if ``number`` is negative.
@@ -732,14 +809,11 @@ def generate_story(seed: int, number: int) -> SyntheticStory:
         raise ValueError(f"story number must be >= 0, got {number}")
     rng = random.Random(f"attentive-reader-synthetic:{seed}:{number}")
 
-    # 1. Fact kinds: 4-6 facts of 2-3 distinct kinds, each kind stated at least twice, so
-    #    every highlighted fact has a distractor of the same kind in the article.
-    if rng.random() < 0.5:
-        kinds = rng.sample(FACT_KINDS, 3)
-        plan = [kind for kind in kinds for _ in range(2)]
-    else:
-        kinds = rng.sample(FACT_KINDS, 2)
-        plan = [kind for kind in kinds for _ in range(rng.choice((2, 3)))]
+    # 1. Fact kinds (default: 4-6 facts of 2-3 distinct kinds), each kind stated at least
+    #    twice, so every highlighted fact has a distractor of the same kind in the article.
+    num_kinds, repeat_choices = shape.plans[int(rng.random() * len(shape.plans))]
+    kinds = rng.sample(FACT_KINDS, num_kinds)
+    plan = [kind for kind in kinds for _ in range(_repeats(rng, repeat_choices))]
     rng.shuffle(plan)
 
     # 2. Entities, one fresh entity per slot; sometimes a place or organisation already used
@@ -800,7 +874,7 @@ def generate_story(seed: int, number: int) -> SyntheticStory:
     in_facts = Counter(e for _, args in facts for e in args.values())
     extra: list[int] = []
     for index in range(len(entities)):
-        total = rng.choices(_MENTION_COUNTS, _MENTION_WEIGHTS)[0]
+        total = rng.choices(shape.mention_counts, shape.mention_weights)[0]
         extra += [index] * max(0, total - in_facts[index])
     rng.shuffle(extra)
     sentences: list[tuple[str, object]] = [("fact", i) for i in range(len(facts))]
@@ -827,7 +901,7 @@ def generate_story(seed: int, number: int) -> SyntheticStory:
         else:
             sentences.append(("one", first))
     plain = rng.sample(FILLERS_NONE, len(FILLERS_NONE))
-    budget = rng.randint(2, 4) + max(0, 10 - len(sentences))
+    budget = rng.randint(*shape.plain_fillers) + max(0, shape.min_sentences - len(sentences))
     sentences += [("none", text) for text in plain[:budget]]
     rng.shuffle(sentences)
 
@@ -929,15 +1003,17 @@ def generate_story(seed: int, number: int) -> SyntheticStory:
     )
 
 
-def generate_corpus(num_stories: int, seed: int = 0) -> list[SyntheticStory]:
-    """Stories ``0 .. num_stories - 1`` of ``seed``.
+def generate_corpus(
+    num_stories: int, seed: int = 0, shape: StoryShape = DEFAULT_SHAPE
+) -> list[SyntheticStory]:
+    """Stories ``0 .. num_stories - 1`` of ``seed``, of the given ``shape``.
 
     Raises:
         ValueError: if ``num_stories`` is not positive.
     """
     if num_stories < 1:
         raise ValueError(f"num_stories must be at least 1, got {num_stories}")
-    return [generate_story(seed, number) for number in range(num_stories)]
+    return [generate_story(seed, number, shape) for number in range(num_stories)]
 
 
 def format_story(story: Story) -> str:
@@ -948,9 +1024,15 @@ def format_story(story: Story) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def write_corpus(out_dir: str | Path, stories: Sequence[SyntheticStory], seed: int) -> dict:
+def write_corpus(
+    out_dir: str | Path,
+    stories: Sequence[SyntheticStory],
+    seed: int,
+    shape: StoryShape = DEFAULT_SHAPE,
+) -> dict:
     """Write ``out_dir/stories/<id>.story``, ``out_dir/url_lists/all_{train,val,test}.txt``
-    and ``out_dir/synthetic.json`` (generator version, seed, counts per split).
+    and ``out_dir/synthetic.json`` (generator version, seed, counts per split, and the shape's
+    name when it is not the default).
 
     The url lists fix the splits for ``attentive-reader preprocess --url-lists``. Existing
     files with the same names are overwritten.
@@ -978,6 +1060,8 @@ def write_corpus(out_dir: str | Path, stories: Sequence[SyntheticStory], seed: i
         "stories": len(stories),
         "splits": {split: len(urls[split]) for split in URL_LIST_FILES},
     }
+    if shape != DEFAULT_SHAPE:
+        info["shape"] = shape.name
     (out / "synthetic.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return info
 

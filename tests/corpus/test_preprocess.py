@@ -211,7 +211,7 @@ def _script(tmp_path: Path) -> Path:
 
             @Language.component("test_slow_down")
             def _slow_down(doc):
-                time.sleep(0.03)
+                time.sleep(0.1)  # slow enough that signals land mid-run on an idle machine
                 return doc
 
             from attentive_reader.cli import main

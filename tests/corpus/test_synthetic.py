@@ -13,8 +13,11 @@ from attentive_reader.corpus import synthetic
 from attentive_reader.corpus.records import Story
 from attentive_reader.corpus.sources import UrlLists, parse_story
 from attentive_reader.corpus.synthetic import (
+    COMPACT_SHAPE,
+    DEFAULT_SHAPE,
     Entity,
     Mention,
+    StoryShape,
     SyntheticStory,
     build_ruler_pipeline,
     format_story,
@@ -247,3 +250,76 @@ def test_synth_command(tmp_path, capsys):
     assert kept.items() <= first.items()
     with pytest.raises(SystemExit):
         main(["synth", str(out), "--stories", "0"])
+
+
+# --- The compact shape (the demo's short stories) ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compact() -> list[SyntheticStory]:
+    return generate_corpus(300, seed=0, shape=COMPACT_SHAPE)
+
+
+def test_default_shape_is_the_default(corpus):
+    assert generate_corpus(20, seed=0, shape=DEFAULT_SHAPE) == corpus[:20]
+    assert generate_story(0, 5, DEFAULT_SHAPE) == corpus[5]
+
+
+def test_compact_is_deterministic_and_extends(tmp_path, compact):
+    assert generate_corpus(30, seed=0, shape=COMPACT_SHAPE) == compact[:30]
+    assert generate_story(0, 17, COMPACT_SHAPE) == compact[17]
+    info_a = write_corpus(tmp_path / "a", compact[:20], seed=0, shape=COMPACT_SHAPE)
+    write_corpus(tmp_path / "b", generate_corpus(20, 0, COMPACT_SHAPE), seed=0, shape=COMPACT_SHAPE)
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    assert info_a["shape"] == "compact"
+    assert "shape" not in write_corpus(tmp_path / "c", compact[:3], seed=0)
+
+
+def test_compact_stories_are_shorter_with_fewer_candidates(corpus, compact):
+    def median(values: list[int]) -> int:
+        return sorted(values)[len(values) // 2]
+
+    words = [len(item.story.article.split()) for item in compact]
+    assert median(words) <= 120 and max(words) <= 200
+    assert median(words) < 0.6 * median([len(item.story.article.split()) for item in corpus])
+    assert 5 <= frequency_baselines(compact).mean_candidates <= 9
+    assert all(2 <= len(item.story.highlights) <= 4 for item in compact)
+
+
+def test_compact_keeps_a_same_kind_distractor_and_one_answer(compact):
+    for item in compact:
+        kinds = Counter(kind for kind, _ in item.facts)
+        assert min(kinds.values()) >= 2
+        assert ground_truth_questions(item)
+        for mentions, fact_index in zip(item.highlight_mentions, item.highlighted):
+            kind, members = item.facts[fact_index]
+            for m in mentions:
+                others = {e for e in members if e != m.entity}
+                fitting = [f for f in item.facts if f[0] == kind and others <= set(f[1])]
+                assert fitting == [item.facts[fact_index]]
+
+
+def test_compact_counting_does_not_find_the_answer(compact):
+    figures = frequency_baselines(compact)
+    assert figures.questions > 1000
+    assert figures.max_frequency <= 0.40
+    assert figures.exclusive_frequency <= 0.40
+    assert figures.answer_is_most_frequent <= figures.chance_most_frequent + 0.03
+
+
+def test_story_shape_is_validated():
+    with pytest.raises(ValueError, match="at least twice"):
+        StoryShape("bad", ((1, (1,)),), (1,), (1.0,), (0, 0), 0)
+    with pytest.raises(ValueError, match="mention_weights"):
+        StoryShape("bad", ((1, (2,)),), (1, 2), (1.0,), (0, 0), 0)
+
+
+def test_synth_command_compact(tmp_path, capsys):
+    out = tmp_path / "corpus"
+    assert main(["synth", str(out), "--stories", "12", "--seed", "5", "--compact"]) == 0
+    assert "wrote 12 compact synthetic stories" in capsys.readouterr().out
+    expected = generate_corpus(12, 5, COMPACT_SHAPE)
+    for item in expected:
+        text = (out / "stories" / f"{item.story.id}.story").read_text(encoding="utf-8")
+        assert text == format_story(item.story)
+    assert '"shape": "compact"' in (out / "synthetic.json").read_text()
