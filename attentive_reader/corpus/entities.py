@@ -50,6 +50,7 @@ are all lowercase is only taken when the article also wrote that name in lowerca
 from __future__ import annotations
 
 import importlib.util
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -158,6 +159,33 @@ def load_pipeline(name: str | None) -> Language:
             f"the spaCy pipeline {resolved!r} has no 'ner' component "
             f"(it has: {', '.join(nlp.pipe_names) or 'none'}); {INSTALL_HINT}"
         )
+    split_glued_parentheses(nlp)
+    return nlp
+
+
+# A closing parenthesis between two letters: "(CNN)Over", "(HLN)HLN's" (a dateline glued to
+# the first word, as in the newer CNN / Daily Mail story files).
+GLUED_PARENTHESIS = r"(?<=[A-Za-z.])\)(?=[A-Za-z])"
+
+
+def split_glued_parentheses(nlp: Language) -> Language:
+    """Teach ``nlp``'s tokenizer to split a ``)`` glued between two words (in place).
+
+    spaCy reads "(CNN)Over" as ``(``, ``CNN)Over``: the source's name and the article's
+    first word become one token that NER cannot tag. With this infix it is ``(``, ``CNN``,
+    ``)``, ``Over``. ``load_pipeline`` applies it; call it on a pipeline built by hand
+    (``spacy.blank``) to tokenize the same way.
+
+    Returns:
+        ``nlp`` itself.
+    """
+    tokenizer = nlp.tokenizer
+    old = getattr(getattr(tokenizer, "infix_finditer", None), "__self__", None)
+    pattern = getattr(old, "pattern", None)
+    if pattern is None:  # no infixes yet
+        tokenizer.infix_finditer = re.compile(GLUED_PARENTHESIS).finditer
+    elif GLUED_PARENTHESIS not in pattern:
+        tokenizer.infix_finditer = re.compile(f"{pattern}|{GLUED_PARENTHESIS}").finditer
     return nlp
 
 

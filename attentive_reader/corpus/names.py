@@ -1,0 +1,147 @@
+"""Name forms as data: which words name the same place or organisation, and which are places.
+
+Two sources, merged once per process (``name_forms``):
+
+* the package ``countryinfo`` (MIT): for each of ~250 countries its common name, its
+  alternative spellings ("United States of America", "USA", "Holland"), its demonym
+  ("Iranian", "American"), its capital and its provinces. Codes of two or three capitals
+  ("IR", "SAU") are left out, except those news writes as words (``KEPT_CODES``): "IT" or
+  "CAN" must never name Italy or Canada;
+* ``name_forms.json`` beside this file, curated for this toolkit from real CNN / Daily Mail
+  stories: what countryinfo lacks (plural and short demonyms such as "Saudis", "Brits";
+  continents; "U.N." / "United Nations", "ISIS" / "Islamic State").
+
+Every form is compared as a *form key* (``form_key``): lowercased, without hyphen tokens and
+without the dots of an acronym, so "U.S." = "US", "al-Qaeda" = "al Qaeda". Plural demonyms
+not listed are found by ``grouping``'s plural rule ("Iranians" -> "Iranian").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+Key = tuple[str, ...]
+
+# Country codes that news writes as names (the other codes are left out, see above).
+KEPT_CODES = frozenset({"us", "usa", "uk", "uae", "drc", "dprk"})
+
+
+def form_key(words: Iterable[str]) -> Key:
+    """The key on which name forms are compared: lowercase, no ``-`` tokens, no acronym dots.
+
+    >>> form_key(["U.S."]), form_key(["al", "-", "Qaeda"])
+    (('us',), ('al', 'qaeda'))
+    """
+    out = []
+    for word in words:
+        lower = word.lower()
+        if lower in {"-", "–", "—"}:
+            continue
+        undotted = lower.replace(".", "")
+        # Only dots between letters are an acronym's ("U.S.", "U.N."); "St." keeps its dot.
+        if "." in lower and undotted.isalpha() and len(undotted) <= 5 and lower.count(".") > 1:
+            lower = undotted
+        out.append(lower)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class NameForms:
+    """The merged name tables.
+
+    Attributes:
+        canonical: form key -> the form key of its canonical name ("iranians" ->
+            ("iran",), ("us",) -> ("united", "states")); canonical names map to themselves.
+        places: form keys of places (countries, their capitals and provinces, continents,
+            and every form of them, demonyms included).
+        forms: canonical form key -> all its form keys (itself first).
+    """
+
+    canonical: dict[Key, Key]
+    places: frozenset[Key]
+    forms: dict[Key, tuple[Key, ...]]
+
+
+def _split(name: str) -> Key:
+    # The tokenizer splits hyphens and keeps acronym dots inside a word; mirror that.
+    return form_key(name.replace("-", " - ").split())
+
+
+def _countryinfo_records() -> list[dict]:
+    try:  # countryinfo >= 1.0
+        from countryinfo import all_countries
+
+        return [c.info() for c in all_countries()]
+    except ImportError:  # countryinfo 0.1
+        from countryinfo import CountryInfo
+
+        return list(CountryInfo().all().values())
+
+
+@lru_cache(maxsize=1)
+def name_forms() -> NameForms:
+    """The name tables (loaded once per process; see the module docstring)."""
+    canonical: dict[Key, Key] = {}
+    places: set[Key] = set()
+
+    def add(name: str, forms: Iterable[str], *, place: bool, demonym: Iterable[str] = ()) -> None:
+        target = _split(name)
+        if not target:
+            return
+        canonical.setdefault(target, target)
+        if place:
+            places.add(target)
+        for form in [*forms, *demonym]:
+            key = _split(form)
+            if not key or key in canonical and canonical[key] != target:
+                continue  # first source wins; never chain two canonical names
+            if len(key) == 1 and len(key[0]) <= 3 and key[0] not in KEPT_CODES:
+                continue  # an ISO code ("IR", "SAU") or a short word
+            canonical[key] = target
+            if place:
+                places.add(key)
+
+    data = json.loads(resources.files(__package__).joinpath("name_forms.json").read_text("utf-8"))
+    for name, forms in data["places"].items():
+        add(name, forms, place=True)
+    for name, forms in data["organisations"].items():
+        add(name, forms, place=False)
+    for record in _countryinfo_records():
+        name = record.get("name")
+        if not name:
+            continue
+        spellings = [s for s in record.get("altSpellings") or () if "," not in s]
+        demonym = [record["demonym"]] if record.get("demonym") else []
+        add(name, spellings, place=True, demonym=demonym)
+        for other in [record.get("capital"), *(record.get("provinces") or ())]:
+            if isinstance(other, str) and other:
+                places.add(_split(other))
+    by_target: dict[Key, list[Key]] = {}
+    for key, target in canonical.items():
+        by_target.setdefault(target, [target])
+        if key != target:
+            by_target[target].append(key)
+    return NameForms(
+        canonical, frozenset(places), {t: tuple(ks) for t, ks in by_target.items()}
+    )
+
+
+def canonical_form(key: Key) -> Key:
+    """The form key of the canonical name of ``key`` (itself when no table knows it)."""
+    forms = name_forms()
+    k = form_key(key)
+    return forms.canonical.get(k, k)
+
+
+def is_place(key: Key) -> bool:
+    """Whether a table names ``key`` as a place (a country, capital, province, continent)."""
+    return form_key(key) in name_forms().places
+
+
+def forms_of(canonical: Key) -> list[Key]:
+    """Every known form key whose canonical name is ``canonical`` (itself included)."""
+    return list(name_forms().forms.get(canonical, (canonical,)))
