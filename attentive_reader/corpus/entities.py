@@ -59,6 +59,14 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from attentive_reader.corpus.anonymize import normalize_name
+from attentive_reader.corpus.names import (
+    HYPHENS,
+    canonical_form,
+    form_key,
+    forms_of,
+    is_place,
+    word_form,
+)
 from attentive_reader.errors import UserError
 
 DEFAULT_LABELS: tuple[str, ...] = (
@@ -260,6 +268,38 @@ class Entity:
     mentions: tuple[Mention, ...]
 
 
+# "non-Muslims", "anti-Saudi", "pro-Russian", "ex-Beatle": never the entity after the hyphen.
+PREFIXES = frozenset({"non", "anti", "pro", "ex", "neo", "post", "pre"})
+# Words NER glues to the front of a name: "Said Crowe" (after a quote), "Zealander Jackson".
+SPEECH_VERBS = frozenset({"said", "says", "told", "asked", "added", "wrote", "explained"})
+_DEMONYM_ENDINGS = ("an", "ans", "ese", "ish", "i", "is", "er", "ers", "ch", "ss")
+NAME_LABELS = frozenset({"PERSON"})
+PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
+GROUP_LABELS = frozenset({"NORP", "ORG"})  # names with a plural: "Houthi" / "Houthis"
+_ACRONYM_SKIP = frozenset({"of", "the", "and", "for", "de", "on", "in", "&"})
+
+
+def is_prefixed(key: Key) -> bool:
+    """Whether a key starts with a prefix and a hyphen ("anti", "-", "saudi")."""
+    return len(key) >= 3 and key[0] in PREFIXES and key[1] in HYPHENS
+
+
+def _glued_prefix(doc: Doc, start: int) -> bool:
+    """Whether ``doc[start]`` follows a prefix and a hyphen written as one word ("anti-X")."""
+    return (
+        start >= 2
+        and doc[start - 1].text in HYPHENS
+        and doc[start - 2].lower_ in PREFIXES
+        and not doc[start - 2].whitespace_
+        and not doc[start - 1].whitespace_
+    )
+
+
+def _is_demonym(words: Sequence[str]) -> bool:
+    key = form_key(words)
+    return is_place(key) and canonical_form(key) != key and key[-1].endswith(_DEMONYM_ENDINGS)
+
+
 def _trim(span: Span) -> tuple[int, int]:
     start, end = span.start, span.end
     doc = span.doc
@@ -271,6 +311,20 @@ def _trim(span: Span) -> tuple[int, int]:
         doc[end - 1].is_space or doc[end - 1].is_punct or doc[end - 1].text in _POSSESSIVES
     ):
         end -= 1
+    if span.label_ in NAME_LABELS:  # bad leading words of a person's name
+        while end - start >= 2:
+            word = doc[start]
+            after_quote = start == 0 or doc[start - 1].is_punct or doc[start - 1].is_quote
+            if word.lower_ in SPEECH_VERBS and (after_quote or word.is_lower):
+                start += 1
+            elif _is_demonym([word.text]) or (
+                start > 0 and _is_demonym([doc[start - 1].text, word.text])
+            ):
+                start += 1
+            else:
+                break
+    if start < end and _glued_prefix(doc, start):  # "anti-Saudi": the prefix is part of it
+        start -= 2
     return start, end
 
 
@@ -282,12 +336,56 @@ def find_mentions(doc: Doc, labels: Iterable[str]) -> list[Mention]:
         if ent.label_ not in keep:
             continue
         start, end = _trim(ent)
-        if start == end:
+        if start == end or (mentions and start < mentions[-1].end):
             continue
         span = doc[start:end]
         words = tuple(t.text for t in span if not t.is_space)
         mentions.append(Mention(start, end, normalize_name(span.text), ent.label_, words))
     return mentions
+
+
+def canonical_key(key: Key, labels: Iterable[str] = (), known: Iterable[Key] = ()) -> Key:
+    """The key a mention is grouped on (rules 1 and 5 to 7 of the module docstring).
+
+    Args:
+        key: the mention's key (lowercased words).
+        labels: its NER labels (a plural of a ``PERSON`` is a surname: "Williams").
+        known: canonical keys of the story's other mentions (a plural joins its singular).
+    """
+    if is_prefixed(key):
+        return key
+    if labels and set(labels) <= NAME_LABELS:
+        return form_key(key)  # a person's "Holland" is no country
+    canonical = canonical_form(key)
+    if canonical != form_key(key) or not canonical:
+        return canonical
+    last = canonical[-1]
+    if len(last) > 3 and last.endswith("s") and not last.endswith("ss"):
+        singular = (*canonical[:-1], last[:-1])
+        target = canonical_form(singular)
+        if target != singular or singular in set(known):
+            return target
+    return canonical
+
+
+def _name_shaped(words: Sequence[str]) -> bool:
+    """2 to 4 capitalized words without digits: what a person's full name looks like."""
+    return 2 <= len(words) <= 4 and all(w[:1].isupper() and w.isalpha() for w in words)
+
+
+def _initials(words: Sequence[str]) -> str:
+    return "".join(w[0] for w in words if w.lower() not in _ACRONYM_SKIP and w[:1].isalpha())
+
+
+def _dominant(candidates: Sequence[int], weight: dict[int, int]) -> int | None:
+    """The one candidate, or the one named at least twice as often as any other."""
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        return None
+    ranked = sorted(candidates, key=lambda g: -weight[g])
+    top, second = weight[ranked[0]], weight[ranked[1]]
+    return ranked[0] if top >= 3 and top >= 2 * second else None
 
 
 def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
@@ -299,34 +397,95 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
     Returns:
         The entities, numbered (``Entity.id``) and ordered by first mention.
     """
+    raw_labels: dict[Key, set[str]] = {}
+    for mention in mentions:
+        raw_labels.setdefault(mention.key, set()).add(mention.label)
+    plain = {k: canonical_key(k, raw_labels[k]) for k in raw_labels}
+    canon = {k: canonical_key(k, raw_labels[k], plain.values()) for k in raw_labels}
+
     first: dict[Key, int] = {}
     labels: dict[Key, set[str]] = {}
+    count: dict[Key, int] = {}
+    words: dict[Key, tuple[str, ...]] = {}
     for i, mention in enumerate(mentions):
-        first.setdefault(mention.key, i)
-        labels.setdefault(mention.key, set()).add(mention.label)
+        key = canon[mention.key]
+        first.setdefault(key, i)
+        labels.setdefault(key, set()).add(mention.label)
+        count[key] = count.get(key, 0) + 1
+        if len(mention.words) >= len(words.get(key, ())):
+            words.setdefault(key, mention.words)
 
-    # Rule 1 (exact match) is grouping by key; rules 2-4 attach shorter keys to longer ones.
+    # Rule 1 (exact match, on canonical keys) is grouping by key; the others attach keys.
     group_of: dict[Key, int] = {}
     group_labels: list[set[str]] = []
+    group_count: list[int] = []
+    group_first: list[int] = []
+
+    def compatible(key: Key, group: int, longer: Key) -> bool:
+        own, theirs = labels[key], group_labels[group]
+        if is_place(key) and own <= PLACE_LABELS and not theirs & PLACE_LABELS:
+            return False  # "Seoul" never joins "Dark Seoul" (rule 9)
+        return bool(
+            own & theirs
+            or "PERSON" in theirs
+            # "Tomasz Lazar" mislabelled WORK_OF_ART, then "Lazar" PERSON (rule 4)
+            or ("PERSON" in own and theirs == {"WORK_OF_ART"} and _name_shaped(words[longer]))
+        )
+
     for key in sorted(first, key=lambda k: (-len(k), first[k])):
-        candidates = sorted(
+        trailing = sorted(
             {
                 group_of[longer]
                 for longer in group_of
-                if len(longer) > len(key) and longer[-len(key) :] == key
+                if len(longer) > len(key)
+                and longer[-len(key) :] == key
+                and not is_prefixed(longer)
+                and compatible(key, group_of[longer], longer)
             }
-            & {g for g, ls in enumerate(group_labels) if ls & labels[key] or "PERSON" in ls}
         )
-        if len(candidates) == 1:  # rule 2; none or several (rule 3): an entity of its own
-            group_of[key] = candidates[0]
-            group_labels[candidates[0]] |= labels[key]
+        chosen = _dominant(trailing, dict(enumerate(group_count)))
+        if chosen is None and not trailing and len(key) == 1 and "PERSON" in labels[key]:
+            # Rule 4: a first name after the full name ("Richie" after "Richie Benaud").
+            leading = sorted(
+                {
+                    group_of[longer]
+                    for longer in group_of
+                    if 2 <= len(longer) <= 3
+                    and longer[0] == key[0]
+                    and "PERSON" in group_labels[group_of[longer]]
+                    and group_first[group_of[longer]] < first[key]
+                    and _name_shaped(words.get(longer, ()))
+                }
+            )
+            chosen = _dominant(leading, dict(enumerate(group_count)))
+        if chosen is None and not trailing and len(key) == 1:
+            # Rule 8: an acronym of exactly one longer name ("FBI", "U.N.").
+            word = words.get(key, ("",))[0].replace(".", "")
+            if 2 <= len(word) <= 6 and word.isalpha() and word.isupper():
+                expanding = sorted(
+                    {
+                        group_of[longer]
+                        for longer in group_of
+                        if len(longer) >= 2
+                        and _initials(words.get(longer, longer)).upper() == word
+                        and not is_prefixed(longer)
+                    }
+                )
+                chosen = expanding[0] if len(expanding) == 1 else None
+        if chosen is not None:
+            group_of[key] = chosen
+            group_labels[chosen] |= labels[key]
+            group_count[chosen] += count[key]
+            group_first[chosen] = min(group_first[chosen], first[key])
         else:
             group_of[key] = len(group_labels)
             group_labels.append(set(labels[key]))
+            group_count.append(count[key])
+            group_first.append(first[key])
 
     members: dict[int, list[Mention]] = {}
     for mention in mentions:
-        members.setdefault(group_of[mention.key], []).append(mention)
+        members.setdefault(group_of[canon[mention.key]], []).append(mention)
     entities = []
     for number, group in enumerate(sorted(members, key=lambda g: min(m.start for m in members[g]))):
         ordered = sorted(members[group], key=lambda m: m.start)
@@ -372,8 +531,10 @@ def alias_table(entities: Sequence[Entity]) -> dict[Key, Alias]:
     for entity in entities:
         for mention in entity.mentions:
             lower = mention.text == mention.text.lower()
-            old = table.get(mention.key)
-            table[mention.key] = Alias(entity.id, lower or (old is not None and old.lowercase_ok))
+            old = table.get(_alias_key(mention.words))
+            table[_alias_key(mention.words)] = Alias(
+                entity.id, lower or (old is not None and old.lowercase_ok)
+            )
 
     owners: dict[Key, set[int]] = {}
     capitalized: set[Key] = set()
@@ -396,8 +557,38 @@ def alias_table(entities: Sequence[Entity]) -> dict[Key, Alias]:
                     owners[key[cut:]].add(entity.id)
     for sub in sorted(owners):
         if sub not in table and sub in capitalized and len(owners[sub]) == 1:
-            table[sub] = Alias(next(iter(owners[sub])), lowercase_ok=False)
+            table[_alias_key(sub)] = Alias(next(iter(owners[sub])), lowercase_ok=False)
+
+    # Other forms of a name (module docstring, "Names"): table forms, plurals, acronyms.
+    other: dict[Key, set[int]] = {}
+    for entity in entities:
+        if set(entity.labels) <= NAME_LABELS:
+            continue
+        for key in entity.keys:
+            if is_prefixed(key):
+                continue
+            forms = set(forms_of(canonical_form(key)))
+            if not key[-1].endswith("s") and set(entity.labels) & GROUP_LABELS:
+                forms.add((*form_key(key)[:-1], form_key(key)[-1] + "s"))
+            words = next(m.words for m in entity.mentions if m.key == key)
+            if (
+                "ORG" in entity.labels
+                and len(key) >= 2
+                and all(w[:1].isupper() for w in words if w.lower() not in _ACRONYM_SKIP)
+            ):
+                initials = _initials(words)
+                if len(initials) >= 2:
+                    forms.add((initials.lower(),))
+            for form in forms:
+                other.setdefault(form, set()).add(entity.id)
+    for form in sorted(other):
+        if form not in table and len(other[form]) == 1:
+            table[form] = Alias(next(iter(other[form])), lowercase_ok=False)
     return table
+
+
+def _alias_key(words: Sequence[str]) -> Key:
+    return tuple(word_form(w) for w in words)
 
 
 def match_aliases(
@@ -419,7 +610,7 @@ def match_aliases(
     """
     if not table or not words:
         return []
-    lowered = [w.lower() for w in words]
+    lowered = [word_form(w) for w in words]
     longest = max(len(k) for k in table)
     taken = [False] * len(words)
     for i in blocked:
@@ -453,7 +644,9 @@ def find_aliases(
     """
     positions = [t.i for t in doc if not t.is_space]
     word_of = {p: w for w, p in enumerate(positions)}
-    blocked_words = [word_of[i] for i in blocked if i in word_of]
+    # Never a name right after "anti-" / "non-" (rule 9): "anti-Saudi" is not Saudi Arabia.
+    after_prefix = [t.i for t in doc if _glued_prefix(doc, t.i)]
+    blocked_words = [word_of[i] for i in [*blocked, *after_prefix] if i in word_of]
     words = [doc[i].text for i in positions]
     return [
         (positions[s], positions[e - 1] + 1, entity)

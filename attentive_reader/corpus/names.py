@@ -36,17 +36,20 @@ def form_key(words: Iterable[str]) -> Key:
     >>> form_key(["U.S."]), form_key(["al", "-", "Qaeda"])
     (('us',), ('al', 'qaeda'))
     """
-    out = []
-    for word in words:
-        lower = word.lower()
-        if lower in {"-", "–", "—"}:
-            continue
-        undotted = lower.replace(".", "")
-        # Only dots between letters are an acronym's ("U.S.", "U.N."); "St." keeps its dot.
-        if "." in lower and undotted.isalpha() and len(undotted) <= 5 and lower.count(".") > 1:
-            lower = undotted
-        out.append(lower)
-    return tuple(out)
+    return tuple(word_form(w) for w in words if w not in HYPHENS)
+
+
+HYPHENS = frozenset({"-", "–", "—"})
+
+
+def word_form(word: str) -> str:
+    """One word as compared: lowercase, an acronym's dots dropped ("U.N." -> "un")."""
+    lower = word.lower()
+    undotted = lower.replace(".", "")
+    # Only an acronym's dots go ("U.S.", "U.N."); "St." keeps its dot.
+    if lower.count(".") > 1 and undotted.isalpha() and len(undotted) <= 5:
+        return undotted
+    return lower
 
 
 @dataclass(frozen=True)
@@ -125,9 +128,7 @@ def name_forms() -> NameForms:
         by_target.setdefault(target, [target])
         if key != target:
             by_target[target].append(key)
-    return NameForms(
-        canonical, frozenset(places), {t: tuple(ks) for t, ks in by_target.items()}
-    )
+    return NameForms(canonical, frozenset(places), {t: tuple(ks) for t, ks in by_target.items()})
 
 
 def canonical_form(key: Key) -> Key:
