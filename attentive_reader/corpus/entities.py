@@ -102,6 +102,11 @@ INSTALL_HINT = (
     "--spacy-model NAME"
 )
 
+# Bumped whenever a grouping rule or name table changes the entities of some story, so that
+# datasets made before and after are told apart (manifest.json, resume keys). 1: exact
+# match, trailing sub-span, ambiguity, labels; 2: the rules of issue 14 (rules 4-9).
+GROUPING_RULES_VERSION = 2
+
 _LEADING_WORDS = frozenset({"the"})
 _POSSESSIVES = frozenset({"'s", "’s", "'", "’"})
 
@@ -110,6 +115,20 @@ Key = tuple[str, ...]
 
 def _is_installed(name: str) -> bool:
     return spacy.util.is_package(name) or importlib.util.find_spec(name) is not None
+
+
+def grouping_info() -> dict:
+    """The grouping rules' version and the name tables' sources, for the manifest."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        countryinfo = version("countryinfo")
+    except PackageNotFoundError:
+        countryinfo = None
+    return {
+        "rules_version": GROUPING_RULES_VERSION,
+        "name_tables": {"countryinfo": countryinfo, "curated": "corpus/name_forms.json"},
+    }
 
 
 def resolve_model(name: str | None) -> str:

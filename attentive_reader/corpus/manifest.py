@@ -223,17 +223,23 @@ def build_manifest(
     options: dict,
     pipeline: dict | None,
     toolkit_version: str,
+    grouping: dict | None = None,
     run_key: str,
     counts: ShardCounts,
     num_shards: int,
     partial: dict | None = None,
 ) -> dict:
-    """The manifest of a run (``partial`` describes the shards of a ``--num-shards`` part)."""
+    """The manifest of a run (``partial`` describes the shards of a ``--num-shards`` part).
+
+    ``grouping`` records the entity grouping rules' version and the name tables
+    (``entities.grouping_info``); ``None`` in manifests of datasets made before it existed.
+    """
     manifest = {
         "format": MANIFEST_FORMAT,
         "format_version": MANIFEST_VERSION,
         "complete": partial is None,
         "toolkit": {"name": "attentive-reader", "version": toolkit_version},
+        "grouping": grouping,
         "inputs": inputs,
         "options": options,
         "spacy": pipeline,

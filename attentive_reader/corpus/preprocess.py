@@ -57,6 +57,8 @@ from attentive_reader import __version__
 from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
 from attentive_reader.corpus.entities import (
     DEFAULT_LABELS,
+    GROUPING_RULES_VERSION,
+    grouping_info,
     load_pipeline,
     pipeline_info,
     resolve_model,
@@ -713,6 +715,7 @@ def run_key_fields(
     """What identifies a run's output (options that only change speed are left out)."""
     return {
         "toolkit": __version__,
+        "grouping_rules": GROUPING_RULES_VERSION,
         "inputs": [{"path": _input_identity(p, k), "kind": k} for p, k in zip(inputs, kinds)],
         "model": model,
         "labels": list(options.labels),
@@ -875,6 +878,7 @@ def preprocess(
         options=options.to_json(),
         pipeline=pipeline,
         toolkit_version=__version__,
+        grouping=grouping_info(),
         run_key=run_key,
         counts=summed,
         num_shards=total_shards,
@@ -965,6 +969,7 @@ def merge(
         options=options,
         pipeline=first["spacy"],
         toolkit_version=first["toolkit"]["version"],
+        grouping=first.get("grouping"),
         run_key=first["run_key"],
         counts=total(counts),
         num_shards=expected,

@@ -1,0 +1,82 @@
+#!/usr/bin/env python
+"""How good is a preprocessed dataset's anonymization? Baselines beside the published ones.
+
+Reads a dataset made by ``attentive-reader preprocess`` (all its splits together) and prints
+the non-neural baselines beside Hermann et al. (2015)'s, entities and questions per
+document, the share of answers whose entity has a second marker with a related name
+(alias, demonym, plural, acronym, surname, first name: a probably split entity) and the
+share of queries holding a context entity's name as plain words::
+
+    python scripts/anonymization_report.py data/cnn_test --published cnn --json report.json
+
+See ``attentive_reader.eval.anonymization`` for the definitions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import datasets
+
+from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.eval.anonymization import PUBLISHED, anonymization_report
+
+ROWS = (
+    ("maximum frequency (%)", "maximum_frequency"),
+    ("exclusive frequency (%)", "exclusive_frequency"),
+    ("word distance (%)", "word_distance"),
+    ("entities per document", "entities_per_document"),
+    ("questions per document", "questions_per_document"),
+    ("answer has a related second marker (%)", "related_second_marker"),
+    ("queries with a plain entity name (%)", "plain_name_queries"),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument(
+        "dataset", type=Path, help="a folder written by attentive-reader preprocess"
+    )
+    parser.add_argument(
+        "--published",
+        choices=sorted(PUBLISHED),
+        default=None,
+        help="which published corpus to compare with (default: both)",
+    )
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args(argv)
+    if not (args.dataset / "dataset_dict.json").is_file():
+        print(f"error: {args.dataset} is not a preprocessed dataset (no dataset_dict.json)")
+        return 2
+    loaded = datasets.load_from_disk(str(args.dataset))
+    examples = [ClozeExample.from_row(row) for split in loaded for row in loaded[split]]
+    report = anonymization_report(examples)
+    manifest_path = args.dataset / "manifest.json"
+    if manifest_path.is_file():
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        report["grouping"] = manifest.get("grouping")
+    corpora = [args.published] if args.published else sorted(PUBLISHED)
+    report["published"] = {c: PUBLISHED[c] for c in corpora}
+
+    header = ["", "this dataset", *(f"{c} (published)" for c in corpora)]
+    lines = [header, ["---"] * len(header)]
+    for label, key in ROWS:
+        published = [PUBLISHED[c].get(key) for c in corpora]
+        lines.append([label, str(report[key]), *("" if p is None else str(p) for p in published)])
+    print(f"{args.dataset}: {report['questions']} questions, {report['documents']} documents")
+    for line in lines:
+        print("| " + " | ".join(line) + " |")
+    if report["related_kinds"]:
+        kinds = ", ".join(f"{k} {n}" for k, n in report["related_kinds"].items())
+        print(f"related second markers by kind: {kinds}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
