@@ -333,7 +333,8 @@ def _trim(span: Span) -> tuple[int, int]:
     if span.label_ in NAME_LABELS:  # bad leading words of a person's name
         while end - start >= 2:
             word = doc[start]
-            after_quote = start == 0 or doc[start - 1].is_punct or doc[start - 1].is_quote
+            before = doc[start - 1] if start > 0 else None
+            after_quote = before is not None and (before.is_quote or before.text in {",", ":"})
             if word.lower_ in SPEECH_VERBS and (after_quote or word.is_lower):
                 start += 1
             elif _is_demonym([word.text]) or (
@@ -587,6 +588,8 @@ def alias_table(entities: Sequence[Entity]) -> dict[Key, Alias]:
             if is_prefixed(key):
                 continue
             forms = set(forms_of(canonical_form(key)))
+            # plural demonyms: "Iranians", "Israelis" (a highlight's form of "Iran")
+            forms |= {(*f[:-1], f[-1] + "s") for f in forms if f[-1].endswith(("an", "i"))}
             if not key[-1].endswith("s") and set(entity.labels) & GROUP_LABELS:
                 forms.add((*form_key(key)[:-1], form_key(key)[-1] + "s"))
             words = next(m.words for m in entity.mentions if m.key == key)

@@ -1,0 +1,211 @@
+"""The grouping rules for real news (issue 14), each on a hand-written story, with its guard.
+
+``spacy.blank("en")`` + ``entity_ruler`` (no model download), tokenized as ``load_pipeline``
+does (``split_glued_parentheses``).
+"""
+
+from __future__ import annotations
+
+import spacy
+from spacy.language import Language
+
+from attentive_reader.corpus import entities as ent
+from attentive_reader.corpus.cloze import make_examples
+from attentive_reader.corpus.entities import (
+    GROUPING_RULES_VERSION,
+    find_mentions,
+    grouping_info,
+    group_mentions,
+    split_glued_parentheses,
+)
+from attentive_reader.corpus.names import canonical_form, form_key, is_place
+from attentive_reader.corpus.records import Story
+
+LABELS = ent.DEFAULT_LABELS
+
+
+def ruler(*patterns: tuple[str, str | list[dict]]) -> Language:
+    nlp = split_glued_parentheses(spacy.blank("en"))
+    nlp.add_pipe("entity_ruler").add_patterns(
+        [{"label": label, "pattern": pattern} for label, pattern in patterns]
+    )
+    return nlp
+
+
+def groups(nlp: Language, text: str) -> list[list[str]]:
+    return [[m.text for m in e.mentions] for e in group_mentions(find_mentions(nlp(text), LABELS))]
+
+
+# --- name tables ---------------------------------------------------------------------------
+
+
+def test_name_tables_know_countries_demonyms_and_aliases():
+    assert canonical_form(("iranian",)) == ("iran",)
+    assert canonical_form(("u.s.",)) == canonical_form(("america",)) == ("united", "states")
+    assert canonical_form(("saudis",)) == ("saudi", "arabia")
+    assert canonical_form(("isis",)) == ("islamic", "state")
+    assert form_key(["U.N."]) == ("un",) and form_key(["al", "-", "Qaeda"]) == ("al", "qaeda")
+    assert is_place(("seoul",)) and not is_place(("obama",))
+    # Two- and three-letter codes that are words never name a country.
+    assert canonical_form(("it",)) == ("it",) and canonical_form(("can",)) == ("can",)
+
+
+# --- rule 5: demonyms and aliases of a place ---------------------------------------------
+
+
+def test_demonyms_join_their_place():
+    nlp = ruler(("GPE", "Iran"), ("NORP", "Iranian"), ("NORP", "Iranians"))
+    text = "Iran said no. The Iranian minister left. Iranians cheered."
+    assert groups(nlp, text) == [["Iran", "Iranian", "Iranians"]]
+    nlp = ruler(("NORP", "Saudi"), ("NORP", "Saudis"), ("GPE", "Saudi Arabia"))
+    assert groups(nlp, "Saudi Arabia struck. Saudi jets flew. Saudis agreed.") == [
+        ["Saudi Arabia", "Saudi", "Saudis"]
+    ]
+
+
+def test_aliases_and_acronym_dots_join():
+    nlp = ruler(("GPE", "U.S."), ("GPE", "United States"), ("GPE", "America"), ("GPE", "US"))
+    text = "The United States warned. U.S. troops left. America waited. US aid came."
+    assert groups(nlp, text) == [["United States", "U.S.", "America", "US"]]
+    nlp = ruler(
+        ("ORG", "ISIS"), ("ORG", "Islamic State"), ("ORG", "U.N."), ("ORG", "United Nations")
+    )
+    text = "ISIS fighters fled. The Islamic State lost. The U.N. met. The United Nations voted."
+    assert groups(nlp, text) == [["ISIS", "Islamic State"], ["U.N.", "United Nations"]]
+
+
+# --- rule 6: plurals ------------------------------------------------------------------------
+
+
+def test_plural_of_a_group_joins_its_singular_but_not_for_people():
+    nlp = ruler(("NORP", "Houthi"), ("NORP", "Houthis"))
+    assert groups(nlp, "Houthi rebels advanced. The Houthis won.") == [["Houthi", "Houthis"]]
+    # Guard: a surname is no plural ("Williams" is not two "William").
+    nlp = ruler(("PERSON", "William"), ("PERSON", "Williams"))
+    assert groups(nlp, "William ran. Williams won.") == [["William"], ["Williams"]]
+
+
+# --- rule 7: acronyms ------------------------------------------------------------------------
+
+
+def test_acronym_of_exactly_one_name_joins_it():
+    nlp = ruler(("ORG", "Federal Bureau of Investigation"), ("ORG", "FBI"))
+    text = "The Federal Bureau of Investigation said the FBI would act."
+    assert groups(nlp, text) == [["Federal Bureau of Investigation", "FBI"]]
+    # Guard: two names with the same initials keep the acronym apart.
+    nlp = ruler(
+        ("ORG", "Federal Bureau of Investigation"),
+        ("ORG", "Fire Brigade Institute"),
+        ("ORG", "FBI"),
+    )
+    text = "The Federal Bureau of Investigation and the Fire Brigade Institute met the FBI."
+    assert len(groups(nlp, text)) == 3
+
+
+# --- person names ---------------------------------------------------------------------------
+
+
+def test_a_surname_joins_the_person_named_far_more():
+    nlp = ruler(("PERSON", "Richie Benaud"), ("PERSON", "Lou Benaud"), ("PERSON", "Benaud"))
+    text = (
+        "Richie Benaud died. Richie Benaud played 63 Tests. Richie Benaud called games. "
+        "His father Lou Benaud taught him. Benaud was 84."
+    )
+    assert groups(nlp, text) == [
+        ["Richie Benaud", "Richie Benaud", "Richie Benaud", "Benaud"],
+        ["Lou Benaud"],
+    ]
+    # Guard: named as often as each other, the surname stays apart (rule 3).
+    text = "Richie Benaud died. His father Lou Benaud taught him. Benaud was 84."
+    assert groups(nlp, text) == [["Richie Benaud"], ["Lou Benaud"], ["Benaud"]]
+
+
+def test_a_full_name_labelled_work_of_art_still_takes_its_surname():
+    nlp = ruler(("WORK_OF_ART", "Tomasz Lazar"), ("PERSON", "Lazar"))
+    assert groups(nlp, "The photographer Tomasz Lazar won. Lazar said.") == [
+        ["Tomasz Lazar", "Lazar"]
+    ]
+    # Guard: a title that is no name shape does not take a person's name.
+    nlp = ruler(("WORK_OF_ART", "Without America 2"), ("PERSON", "America 2"))
+    assert len(groups(nlp, "He wrote Without America 2. America 2 said.")) == 2
+
+
+def test_bad_leading_words_are_cut_from_a_name():
+    nlp = ruler(
+        ("PERSON", "Russell Crowe"), ("PERSON", "Said Crowe"), ("PERSON", "Zealander Jackson")
+    )
+    text = 'Russell Crowe came. "I am glad," Said Crowe. The New Zealander Jackson won.'
+    assert groups(nlp, text) == [["Russell Crowe", "Crowe"], ["Jackson"]]
+    # Guard: "Said" that starts a sentence is a first name ("Said Kouachi").
+    nlp = ruler(("PERSON", "Said Kouachi"))
+    assert groups(nlp, "Police came. Said Kouachi fled.") == [["Said Kouachi"]]
+
+
+# --- rule 9: wrong-merge guards -------------------------------------------------------------
+
+
+def test_prefixed_names_never_join_the_name_after_the_hyphen():
+    nlp = ruler(
+        ("NORP", "Muslims"),
+        ("NORP", [{"LOWER": "non"}, {"TEXT": "-"}, {"LOWER": "muslims"}]),
+        ("GPE", "Saudi Arabia"),
+        ("NORP", "Saudi"),
+    )
+    text = "Muslims and non-Muslims met. Saudi Arabia spoke. An anti-Saudi protest followed."
+    assert groups(nlp, text) == [["Muslims"], ["non-Muslims"], ["Saudi Arabia", "Saudi"]][:2] + [
+        ["Saudi Arabia"],
+        ["anti-Saudi"],
+    ]
+
+
+def test_a_place_does_not_join_a_longer_name_that_is_no_place():
+    nlp = ruler(("PERSON", "Dark Seoul"), ("GPE", "Seoul"))
+    assert groups(nlp, "The Dark Seoul attack hit banks in Seoul.") == [["Dark Seoul"], ["Seoul"]]
+    # A place inside a longer place still joins.
+    nlp = ruler(("GPE", "Seoul"), ("GPE", "Downtown Seoul"))
+    assert groups(nlp, "Downtown Seoul is busy. Seoul grows.") == [["Downtown Seoul", "Seoul"]]
+
+
+# --- tokenization ---------------------------------------------------------------------------
+
+
+def test_a_dateline_glued_to_the_first_word_is_split():
+    nlp = split_glued_parentheses(spacy.blank("en"))
+    assert [t.text for t in nlp("(CNN)Over the year")] == ["(", "CNN", ")", "Over", "the", "year"]
+    assert [t.text for t in nlp("(HLN)HLN's host")][:5] == ["(", "HLN", ")", "HLN", "'s"]
+    # Applying it twice changes nothing; other parentheses are as before.
+    nlp = split_glued_parentheses(nlp)
+    assert [t.text for t in nlp("(CNN) -- f(x) 2)")] == [
+        "(",
+        "CNN",
+        ")",
+        "--",
+        "f(x",
+        ")",
+        "2",
+        ")",
+    ]
+
+
+# --- highlights -----------------------------------------------------------------------------
+
+
+def test_a_highlight_form_of_an_article_entity_gets_its_marker():
+    nlp = ruler(("GPE", "Iran"), ("GPE", "United States"), ("NORP", "Houthi"))
+    story = Story(
+        id="s",
+        article="Iran and the United States talked. Houthi rebels fought.",
+        highlights=("Iranians and U.S. officials talk", "Houthis fight on"),
+    )
+    examples = make_examples(story, nlp(story.article), [nlp.make_doc(h) for h in story.highlights])
+    assert [(ex.query, ex.answer) for ex in examples] == [
+        (("@placeholder", "and", "@entity1", "officials", "talk"), "@entity0"),
+        (("@entity0", "and", "@placeholder", "officials", "talk"), "@entity1"),
+        (("@placeholder", "fight", "on"), "@entity2"),
+    ]
+
+
+def test_the_grouping_rules_version_is_recorded():
+    info = grouping_info()
+    assert info["rules_version"] == GROUPING_RULES_VERSION >= 2
+    assert info["name_tables"]["countryinfo"]
