@@ -76,7 +76,8 @@ def related_kind(a: str, b: str) -> str | None:
     if len(short) < len(long) and not (is_place(short) and not is_place(long)):
         if long[-len(short) :] == short and short[0][:1].isalpha() and len(short[-1]) > 2:
             return "surname"
-        if len(short) == 1 and long[0] == short[0] and len(long) <= 3 and len(short[0]) > 2:
+        person_like = len(long) <= 3 and not set(long) & _SKIP and not is_place(short)
+        if len(short) == 1 and long[0] == short[0] and person_like and len(short[0]) > 2:
             return "first name"
     return None
 
