@@ -28,12 +28,12 @@ from pathlib import Path
 
 from attentive_reader.errors import UserError
 
-# Lock file descriptors held by this process (closed in forked children).
-_HELD: set[int] = set()
+# Lock file -> [descriptor, depth] of the locks this process holds (closed in forked children).
+_HELD: dict[Path, list[int]] = {}
 
 
 def _close_inherited() -> None:
-    for fd in _HELD:
+    for fd, _ in _HELD.values():
         try:
             os.close(fd)  # drops the child's reference only; the parent keeps the lock
         except OSError:
@@ -78,7 +78,8 @@ def _describe(info: dict | None) -> str:
 def output_lock(output: str | os.PathLike, command: str) -> Iterator[Path]:
     """Hold the exclusive lock of ``output`` for the body of the ``with`` block.
 
-    Creates the output's parent folder if needed (nothing else).
+    Creates the output's parent folder if needed (nothing else). Re-entrant: a process
+    that holds the lock may take it again (a command around a library call that locks).
 
     Args:
         output: the directory or file the caller will write.
@@ -92,6 +93,13 @@ def output_lock(output: str | os.PathLike, command: str) -> Iterator[Path]:
         OSError: the lock file cannot be created (read-only folder, no permission, ...).
     """
     path = lock_path(output)
+    if path in _HELD:
+        _HELD[path][1] += 1
+        try:
+            yield path
+        finally:
+            _HELD[path][1] -= 1
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -115,14 +123,14 @@ def output_lock(output: str | os.PathLike, command: str) -> Iterator[Path]:
         if same:
             break
         os.close(fd)
-    _HELD.add(fd)
+    _HELD[path] = [fd, 1]
     try:
         record = {"pid": os.getpid(), "host": socket.gethostname(), "command": command}
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
         yield path
     finally:
-        _HELD.discard(fd)
+        del _HELD[path]
         try:
             path.unlink()  # before the unlock: a waiting opener then retries (see above)
         except OSError:

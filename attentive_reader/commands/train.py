@@ -16,6 +16,7 @@ from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
 from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
+from attentive_reader.run_lock import RunFolderLock
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 # Lightning's special --ckpt_path values, which name no file.
@@ -91,7 +92,7 @@ def run_cli(argv: list[str]) -> ReaderCLI:
                 "default_root_dir": "runs",
                 # The data module shards batches across ranks itself (BucketBatchSampler).
                 "use_distributed_sampler": False,
-                "callbacks": [RichProgressBar(), VocabularyWriter()],
+                "callbacks": [RichProgressBar(), VocabularyWriter(), RunFolderLock()],
             },
             # The resolved config is saved into the run's log directory (never ./config.yaml).
             save_config_kwargs={"overwrite": True},
