@@ -20,3 +20,37 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not present")
     return SHARED_DATA
+
+
+# A child process that holds an output's lock until it is killed (a run in progress).
+_HOLDER = """
+import sys, time
+from attentive_reader.locking import output_lock
+with output_lock(sys.argv[1], sys.argv[2]):
+    print("locked", flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.fixture
+def lock_holder():
+    """``start(output, command)``: a child process holding ``output``'s lock (a ``Popen``)."""
+    import subprocess
+    import sys
+
+    children = []
+
+    def start(output, command: str = "preprocess") -> subprocess.Popen:
+        child = subprocess.Popen(
+            [sys.executable, "-c", _HOLDER, str(output), command],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        children.append(child)
+        assert child.stdout.readline().strip() == "locked"
+        return child
+
+    yield start
+    for child in children:
+        child.kill()
+        child.wait()
