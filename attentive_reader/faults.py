@@ -68,7 +68,7 @@ def format_size(size: int) -> str:
     """``size`` bytes for a reader: ``0 B``, ``12 KB``, ``3.4 MB``, ``1.2 GB``."""
     if size < 1000:
         return f"{size} B"
-    if size < 100_000:
+    if size < 1_000_000:
         return f"{size / 1000:.0f} KB"
     if size < 1_000_000_000:
         return f"{size / 1e6:.1f} MB"

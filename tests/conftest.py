@@ -54,3 +54,35 @@ def lock_holder():
     for child in children:
         child.kill()
         child.wait()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """``mount(size)``: a fresh ``tmpfs`` of ``size`` (e.g. ``"64k"``) under ``tmp_path``, a
+    real small disk; ``resize(size)`` and ``read_only(flag)`` remount it. Skips where
+    mounting is not allowed (not root, or a container without the capability)."""
+    import subprocess
+
+    point = tmp_path / "disk"
+    point.mkdir()
+
+    def run(*args: str) -> None:
+        subprocess.run(["mount", *args, str(point)], check=True, capture_output=True)
+
+    class Disk:
+        path = point
+
+        def resize(self, size: str) -> None:
+            run("-o", f"remount,size={size}")
+
+        def read_only(self, flag: bool) -> None:
+            run("-o", "remount," + ("ro" if flag else "rw"))
+
+    try:
+        run("-t", "tmpfs", "-o", "size=64k", "tmpfs")
+    except (OSError, subprocess.CalledProcessError) as error:
+        pytest.skip(f"cannot mount a tmpfs here: {error}")
+    try:
+        yield Disk()
+    finally:
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)
