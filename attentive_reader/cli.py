@@ -3,7 +3,8 @@
 Subcommands are dispatched lazily so that, for example, ``preprocess`` never imports torch and
 ``fit`` never imports spaCy. Each subcommand lives in ``attentive_reader.commands.<name>`` and
 exposes ``main(argv: list[str]) -> int``. Mistakes a user can make raise ``UserError``; they
-are printed in one line (no traceback) and the command exits with status 2.
+are printed in one line (no traceback) and the command exits with status 2; so are the faults
+of the machine while writing (a full disk, a read-only folder: ``faults``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 
 from attentive_reader import __version__
 from attentive_reader.errors import UserError
+from attentive_reader.faults import describe, is_write_fault
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -81,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.main(rest) or 0)
     except UserError as err:
         print(f"attentive-reader {name}: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        if not is_write_fault(err):
+            raise
+        # A full disk or a read-only folder met outside a command's own output guard.
+        print(f"attentive-reader {name}: error: {describe(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"attentive-reader {name}: interrupted", file=sys.stderr)

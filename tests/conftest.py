@@ -20,3 +20,69 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not present")
     return SHARED_DATA
+
+
+# A child process that holds an output's lock until it is killed (a run in progress).
+_HOLDER = """
+import sys, time
+from attentive_reader.locking import output_lock
+with output_lock(sys.argv[1], sys.argv[2]):
+    print("locked", flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.fixture
+def lock_holder():
+    """``start(output, command)``: a child process holding ``output``'s lock (a ``Popen``)."""
+    import subprocess
+    import sys
+
+    children = []
+
+    def start(output, command: str = "preprocess") -> subprocess.Popen:
+        child = subprocess.Popen(
+            [sys.executable, "-c", _HOLDER, str(output), command],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        children.append(child)
+        assert child.stdout.readline().strip() == "locked"
+        return child
+
+    yield start
+    for child in children:
+        child.kill()
+        child.wait()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """``mount(size)``: a fresh ``tmpfs`` of ``size`` (e.g. ``"64k"``) under ``tmp_path``, a
+    real small disk; ``resize(size)`` and ``read_only(flag)`` remount it. Skips where
+    mounting is not allowed (not root, or a container without the capability)."""
+    import subprocess
+
+    point = tmp_path / "disk"
+    point.mkdir()
+
+    def run(*args: str) -> None:
+        subprocess.run(["mount", *args, str(point)], check=True, capture_output=True)
+
+    class Disk:
+        path = point
+
+        def resize(self, size: str) -> None:
+            run("-o", f"remount,size={size}")
+
+        def read_only(self, flag: bool) -> None:
+            run("-o", "remount," + ("ro" if flag else "rw"))
+
+    try:
+        run("-t", "tmpfs", "-o", "size=64k", "tmpfs")
+    except (OSError, subprocess.CalledProcessError) as error:
+        pytest.skip(f"cannot mount a tmpfs here: {error}")
+    try:
+        yield Disk()
+    finally:
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)

@@ -225,3 +225,19 @@ def test_unknown_subcommand_and_missing_data_are_clear_errors(run_dir, capsys):
         main(["train"])
     assert cli_main(["fit", "--config", str(BASE), "--data.path", "nowhere"]) == 2
     assert "not a processed dataset directory" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_second_fit_on_a_run_folder_in_use_stops_before_writing(
+    toy, run_dir, lock_holder, capsys
+):
+    version = run_dir / "runs" / "lightning_logs" / "version_0"
+    first = lock_holder(version, "fit")  # a run started a moment earlier in the same folder
+    args = ["fit", "--config", str(BASE), *fit_args(toy), "--trainer.max_steps", "1"]
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err
+    assert f"version_0 is in use by process {first.pid} (attentive-reader fit)" in err
+    assert "Traceback" not in err and not version.exists()
+    first.kill()
+    first.wait()
+    assert cli_main(args) == 0 and (version / "config.yaml").is_file()

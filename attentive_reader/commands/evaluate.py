@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from attentive_reader import __version__
+from attentive_reader.corpus.manifest import write_json_atomic
 from attentive_reader.corpus.records import SPLITS, ClozeExample, entity_marker
 from attentive_reader.errors import UserError
 from attentive_reader.eval.report import (
@@ -26,6 +27,7 @@ from attentive_reader.eval.report import (
     build_report,
     markdown_tables,
 )
+from attentive_reader.faults import writing
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -166,6 +168,13 @@ def _unique_name(name: str, taken: set[str]) -> str:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    if args.out is None:
+        return _evaluate(args)
+    with writing(args.out, "evaluate"):  # one run per report file
+        return _evaluate(args)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be positive, got {args.batch_size}")
     if args.max_penalty < 1:
@@ -232,7 +241,6 @@ def main(argv: list[str]) -> int:
     print(markdown_tables(report))
     if args.out:
         out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json_atomic(out, report)  # a full disk never leaves half a report
         print(f"\nreport written to {out}", file=sys.stderr)
     return 0

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from attentive_reader.corpus.records import SPLITS, ClozeExample
 from attentive_reader.errors import UserError
+from attentive_reader.faults import writing
 from attentive_reader.viz.heatmap import SCALES
 
 
@@ -71,6 +72,11 @@ def select_rows(ids_in_split: list[str], ids: list[str] | None, limit: int) -> l
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    with writing(args.out, "heatmap"):  # a second run on --out stops before any work
+        return _heatmap(args)
+
+
+def _heatmap(args: argparse.Namespace) -> int:
     limit = 20 if args.limit is None else args.limit
     if limit < 1:
         raise UserError(f"--limit must be positive, got {limit}")

@@ -16,6 +16,7 @@ from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
 from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
+from attentive_reader.run_lock import LockingTrainer
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 # Lightning's special --ckpt_path values, which name no file.
@@ -86,6 +87,7 @@ def run_cli(argv: list[str]) -> ReaderCLI:
             ClozeReader,
             ClozeDataModule,
             subclass_mode_model=True,
+            trainer_class=LockingTrainer,  # one run per log folder (run_lock.py)
             args=argv,
             trainer_defaults={
                 "default_root_dir": "runs",

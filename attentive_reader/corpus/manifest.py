@@ -12,6 +12,7 @@ different machines add up to the same manifest as a single run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable
@@ -258,8 +259,13 @@ def build_manifest(
 def write_json_atomic(path: Path, data: dict) -> None:
     """Write ``data`` as JSON to ``path`` through a temporary file and a rename."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:  # e.g. a full disk: leave no partial file behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_manifest(directory: str | os.PathLike) -> dict | None:

@@ -82,6 +82,7 @@ from attentive_reader.corpus.sources import (
     url_sha1,
 )
 from attentive_reader.errors import UserError
+from attentive_reader.faults import WriteGuard, format_size, is_write_fault, size_of, writing
 
 SHARDS_DIR = "shards"
 TMP_DIR = ".tmp"
@@ -422,7 +423,10 @@ def process_shard(
             writer.write_table(pa.Table.from_pylist(rows, schema=SHARD_SCHEMA))
         writer.close()
     except BaseException:
-        writer.close()
+        try:  # closing flushes, and fails again on a full disk: keep the first error
+            writer.close()
+        except OSError:
+            pass
         tmp.unlink(missing_ok=True)
         raise
     os.replace(tmp, parquet_path)
@@ -488,6 +492,11 @@ def _worker_main(tasks, results, model: str | None, parent: int) -> None:
         except UserError as error:
             results.put((task.index, None, UserError(str(error))))
         except BaseException as error:  # report, with its traceback, to the parent
+            if is_write_fault(error):  # a full disk, a read-only folder: one line, by the parent
+                assert isinstance(error, OSError)
+                fault = OSError(error.errno, error.strerror, error.filename)
+                results.put((task.index, None, fault))
+                continue
             results.put(
                 (
                     task.index,
@@ -631,8 +640,11 @@ def _prepare_output(
     return "fresh"
 
 
-def _write_dataset(shard_files: Sequence[Path], out: Path) -> None:
-    """Join shard files, in order, into ``out`` as a DatasetDict (``dataset_dict.json`` last)."""
+def _write_dataset(shard_files: Sequence[Path], out: Path, manifest: dict) -> None:
+    """Join shard files, in order, into ``out`` as a DatasetDict (``dataset_dict.json`` last).
+
+    ``manifest`` is written to ``DIR/.tmp`` beside the dataset before anything is moved.
+    """
     tmp = out / TMP_DIR
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
@@ -664,6 +676,7 @@ def _write_dataset(shard_files: Sequence[Path], out: Path) -> None:
         if bars_were_enabled:
             datasets.enable_progress_bars()
     del dataset
+    write_json_atomic(tmp / MANIFEST_NAME, manifest)
     for name in ("dataset_dict.json", *SPLITS):  # stale files of an interrupted finish
         path = out / name
         if path.is_dir():
@@ -676,8 +689,10 @@ def _write_dataset(shard_files: Sequence[Path], out: Path) -> None:
 
 
 def _finish(out: Path, shard_files: Sequence[Path], manifest: dict) -> None:
-    _write_dataset(shard_files, out)
-    write_json_atomic(out / MANIFEST_NAME, manifest)
+    # Everything that needs space is written under DIR/.tmp; then only renames follow, the
+    # manifest last, so a full disk never leaves a dataset without its manifest.
+    _write_dataset(shard_files, out, manifest)
+    os.replace(out / TMP_DIR / MANIFEST_NAME, out / MANIFEST_NAME)
     shutil.rmtree(out / TMP_DIR, ignore_errors=True)
 
 
@@ -701,6 +716,95 @@ def _progress(console: Console, enabled: bool) -> Progress:
         disable=not enabled,
         transient=False,
     )
+
+
+# --------------------------------------------------------------------------- the estimate
+
+
+def _input_size(inputs: Sequence[str], kinds: Sequence[str]) -> int | None:
+    """Bytes of all local inputs (an archive: uncompressed); ``None`` with a hub dataset."""
+    size = 0
+    for input, kind in zip(inputs, kinds):
+        if kind == "hf_hub":
+            return None
+        _, path = split_input(input)
+        if kind == "archive" and path.lower().endswith(("gz", "tgz")):
+            try:  # gzip's trailer: the uncompressed size modulo 4 GiB
+                with open(path, "rb") as f:
+                    f.seek(-4, os.SEEK_END)
+                    size += max(int.from_bytes(f.read(4), "little"), os.path.getsize(path))
+                continue
+            except OSError:
+                pass
+        size += size_of(path)
+    return size
+
+
+class _Estimate:
+    """The expected output size, from the first finished shard; a warning when it won't fit.
+
+    The peak is reached while finishing: the shards (parquet), the joined arrow streams and
+    the saved dataset (arrow) are on disk together; a part run (``num_shards > 1``) writes
+    its share of the shards only.
+    """
+
+    def __init__(
+        self,
+        inputs: Sequence[str],
+        kinds: Sequence[str],
+        out: Path,
+        options: PreprocessOptions,
+        guard: WriteGuard,
+        console: Console,
+        verbose: bool,
+    ) -> None:
+        self.total_input = _input_size(inputs, kinds)
+        self.out, self.guard, self.console, self.verbose = out, guard, console, verbose
+        self.num_shards = options.num_shards
+        self.input_bytes: dict[int, int] = {}
+        self.done = self.total_input is None
+
+    def shard_started(self, index: int, chunk: Sequence[WorkItem]) -> None:
+        if not self.done:
+            self.input_bytes[index] = sum(
+                len(json.dumps(_item_json(item), ensure_ascii=False).encode()) for item in chunk
+            )
+
+    def shard_done(self, shards: Path, index: int) -> None:
+        if self.done or not self.input_bytes.get(index):
+            return
+        self.done = True
+        assert self.total_input is not None
+        parquet_path = _shard_paths(shards, index)[0]
+        try:
+            parquet = parquet_path.stat().st_size
+            arrow = pq.read_table(parquet_path).nbytes
+        except OSError:
+            return
+        scale = self.total_input / self.input_bytes[index]
+        if self.num_shards > 1:
+            expected = peak = int(parquet * scale / self.num_shards)
+        else:
+            expected, peak = int(arrow * scale), int((parquet + 2 * arrow) * scale)
+        self.guard.needed = peak
+        free = shutil.disk_usage(self.out).free
+        more = max(peak - size_of(self.out), 0)
+        if self.verbose:
+            self.console.print(
+                f"expected output: about {format_size(expected)} (about {format_size(peak)} "
+                f"while finishing), estimated from the first shard; {format_size(free)} free "
+                f"on the disk holding {self.out}",
+                soft_wrap=True,
+                highlight=False,
+            )
+        if free < more:
+            self.console.print(
+                f"warning: the disk holding {self.out} has {format_size(free)} free, less than "
+                f"the about {format_size(more)} this run still needs; free space, or the run "
+                "stops when the disk is full (then run the same command again to continue)",
+                soft_wrap=True,
+                highlight=False,
+            )
 
 
 # --------------------------------------------------------------------------- the run
@@ -759,11 +863,25 @@ def preprocess(
     Raises:
         UserError: bad inputs or options, a non-empty output directory, or (``strict``) a
             bad record.
+        OutputInUse: another run writes ``output``.
+        OutputError: the disk is full, the folder read-only, ... (finished shards are kept:
+            the same call continues once the cause is fixed).
     """
+    with writing(output, "preprocess") as guard:
+        return _preprocess(inputs, Path(output), options, console, progress, guard)
+
+
+def _preprocess(
+    inputs: Sequence[str],
+    out: Path,
+    options: PreprocessOptions | None,
+    console: Console | None,
+    progress: bool | None,
+    guard: WriteGuard,
+) -> PreprocessResult:
     started = time.perf_counter()
     options = options or PreprocessOptions()
     console = console or Console(stderr=True)
-    out = Path(output)
     kinds = _input_kinds(inputs)
     url_lists = UrlLists.from_dir(options.url_lists) if options.url_lists else None
 
@@ -796,6 +914,7 @@ def preprocess(
     write_json_atomic(shards / RUN_FILE, state)
 
     cloze = options.cloze_options()
+    estimate = _Estimate(inputs, kinds, out, options, guard, console, progress is not False)
     counts: dict[int, ShardCounts] = {}
     processed = reused = records_processed = 0
     total_shards = 0
@@ -813,6 +932,7 @@ def preprocess(
                 assert pool is not None
                 index, shard_counts = pool.collect()
                 counts[index] = shard_counts
+                estimate.shard_done(shards, index)
                 records_processed += shard_counts.read
                 advance(shard_counts.read)
 
@@ -822,9 +942,11 @@ def preprocess(
                 if index % options.num_shards != options.shard_index:
                     continue
                 key = shard_key(run_key, index, chunk)
+                estimate.shard_started(index, chunk)
                 finished = _finished_shard(shards, index, key)
                 if finished is not None:
                     counts[index] = finished
+                    estimate.shard_done(shards, index)
                     reused += 1
                     advance(finished.read)
                     continue
@@ -835,6 +957,7 @@ def preprocess(
                 if pool is None:
                     counts[index] = process_shard(task, nlp, on_record=advance)
                     records_processed += counts[index].read
+                    estimate.shard_done(shards, index)
                 else:
                     while pool.in_flight >= 2 * options.num_proc:
                         collect()
@@ -846,7 +969,10 @@ def preprocess(
             pool.terminate()
         finished = len(list(shards.glob("shard-*.json")))
         if not finished and status == "fresh":  # nothing worth resuming: leave no debris
-            _clear_output(out)
+            try:
+                _clear_output(out)
+            except OSError:  # a read-only folder: nothing was written there anyway
+                pass
         elif isinstance(error, KeyboardInterrupt):
             console.print(
                 f"interrupted: {finished} finished shards are kept in {shards}; run the "
@@ -914,6 +1040,8 @@ def merge(
     Raises:
         UserError: a directory is not a part, the parts come from different runs, or a
             shard is missing or given twice.
+        OutputInUse: another run writes ``output``.
+        OutputError: the disk is full, the folder read-only, ... (nothing is left behind).
     """
     started = time.perf_counter()
     out = Path(output)
@@ -977,6 +1105,9 @@ def merge(
     manifest["merged_from"] = [str(Path(p).resolve()) for p in parts]
     if out.resolve() in {Path(p).resolve() for p in parts}:
         raise UserError(f"the merge output {out} is one of the parts; choose a new directory")
-    _prepare_output(out, None, overwrite)
-    _finish(out, files, manifest)
+    with writing(out, "merge") as guard:
+        _prepare_output(out, None, overwrite)
+        # A merge never resumes: a failed one leaves nothing, so that it can simply be rerun.
+        guard.cleanups.append(lambda: _clear_output(out))
+        _finish(out, files, manifest)
     return PreprocessResult(out, manifest, "done", seconds=time.perf_counter() - started)

@@ -45,6 +45,7 @@ from attentive_reader.corpus.sources import (
     walk_files,
 )
 from attentive_reader.errors import UserError
+from attentive_reader.faults import writing
 
 PSEUDO_URL_PREFIX = "urn:attentive-reader:story:"
 # split -> the folder name of the DeepMind release, and back
@@ -278,15 +279,29 @@ def export_questions(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike)
     Raises:
         UserError: if ``dataset_dir`` is not a processed dataset, ``out_dir`` is not empty,
             two examples of a split share an id, or an example cannot be written.
+        OutputInUse: another run writes ``out_dir``.
+        OutputError: the disk is full, the folder read-only, ... (nothing is left behind).
     """
     loaded = _load_processed(dataset_dir)
     out = Path(out_dir)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UserError(f"{out} exists and is not an empty folder; choose a new output folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.parent / f".{out.name}.partial"
-    if partial.exists():
-        shutil.rmtree(partial)  # left by an interrupted export
+    with writing(out, "export", also=(partial,)) as guard:
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise UserError(f"{out} exists and is not an empty folder; choose a new output folder")
+        if partial.exists():
+            shutil.rmtree(partial)  # left by an interrupted export
+        # A failed export leaves nothing: rerunning the same command starts it again.
+        guard.cleanups.append(lambda: shutil.rmtree(partial, ignore_errors=True))
+        counts = _write_questions(loaded, dataset_dir, partial)
+        if out.exists():
+            out.rmdir()  # empty, checked above
+        os.replace(partial, out)
+    return counts
+
+
+def _write_questions(
+    loaded: datasets.DatasetDict, dataset_dir: str | os.PathLike, partial: Path
+) -> dict[str, int]:
     counts: dict[str, int] = {}
     for split in sorted(loaded, key=lambda s: (SPLITS.index(s) if s in SPLITS else 3, s)):
         folder = partial / SPLIT_FOLDERS.get(split, split)
@@ -306,7 +321,4 @@ def export_questions(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike)
                     f"{dataset_dir} [{split}]: two examples share the id {example.id}"
                 ) from None
             counts[split] += 1
-    if out.exists():
-        out.rmdir()  # empty, checked above
-    os.replace(partial, out)
     return counts

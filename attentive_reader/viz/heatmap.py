@@ -14,11 +14,13 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import os
 import re
 import unicodedata
 import urllib.parse
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pytorch_lightning.callbacks import BasePredictionWriter
 
 from attentive_reader.corpus.records import PLACEHOLDER, ClozeExample, entity_index, entity_marker
+from attentive_reader.faults import writing
 
 if TYPE_CHECKING:
     from attentive_reader.data.batching import ClozeBatch
@@ -759,6 +762,22 @@ def _columns(text: str) -> int:
 # --------------------------------------------------------------------------------------------
 # Writing a folder
 
+INDEX_FILES = ("index.html", "index.json")
+
+
+@contextmanager
+def _replacing(path: Path) -> Iterator[Path]:
+    """A temporary file beside ``path`` (same suffix) that becomes ``path`` when the block
+    ends without an error, so that a full disk never leaves a truncated page."""
+    tmp = path.with_name(f".{path.stem}.partial{path.suffix}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
+
 
 def write_example(
     ex: HeatmapExample,
@@ -776,12 +795,13 @@ def write_example(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = file_stem(ex.id)
-    (out / f"{stem}.html").write_text(render_html(ex, scale=scale, clip=clip), encoding="utf-8")
-    (out / f"{stem}.json").write_text(
-        json.dumps(ex.to_json(), ensure_ascii=False, indent=1), encoding="utf-8"
-    )
+    with _replacing(out / f"{stem}.html") as tmp:
+        tmp.write_text(render_html(ex, scale=scale, clip=clip), encoding="utf-8")
+    with _replacing(out / f"{stem}.json") as tmp:
+        tmp.write_text(json.dumps(ex.to_json(), ensure_ascii=False, indent=1), encoding="utf-8")
     if png:
-        render_png(ex, out / f"{stem}.png", scale=scale, clip=clip)
+        with _replacing(out / f"{stem}.png") as tmp:
+            render_png(ex, tmp, scale=scale, clip=clip)
     return IndexEntry(
         id=ex.id,
         page=f"{stem}.html",
@@ -796,14 +816,17 @@ def write_example(
 
 
 def write_index(entries: Sequence[IndexEntry], out_dir: str | Path, *, title: str = "") -> Path:
-    """Write ``index.html`` (and ``index.json``, the same list as data) into ``out_dir``."""
+    """Write ``index.json`` (the list as data), then ``index.html``, into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    with _replacing(out / "index.json") as tmp:
+        tmp.write_text(
+            json.dumps([e.__dict__ for e in entries], ensure_ascii=False, indent=1),
+            encoding="utf-8",
+        )
     path = out / "index.html"
-    path.write_text(render_index(entries, title=title or "Attention heatmaps"), encoding="utf-8")
-    (out / "index.json").write_text(
-        json.dumps([e.__dict__ for e in entries], ensure_ascii=False, indent=1), encoding="utf-8"
-    )
+    with _replacing(path) as tmp:
+        tmp.write_text(render_index(entries, title=title or "Attention heatmaps"), encoding="utf-8")
     return path
 
 
@@ -816,9 +839,21 @@ def write_heatmaps(
     png: bool = True,
     title: str = "",
 ) -> list[IndexEntry]:
-    """Write every example's files and ``index.html`` into ``out_dir``."""
-    entries = [write_example(ex, out_dir, scale=scale, clip=clip, png=png) for ex in examples]
-    write_index(entries, out_dir, title=title)
+    """Write every example's files and, last, ``index.html`` into ``out_dir``.
+
+    Holds the folder's lock (a second run on it fails at once). A previous index is removed
+    first, so that a run that fails (a full disk, a read-only folder) never looks complete;
+    the same call then writes the whole folder again.
+
+    Raises:
+        OutputInUse: another run writes ``out_dir``.
+        OutputError: the disk is full, the folder read-only, ...
+    """
+    with writing(out_dir, "heatmap"):
+        for name in INDEX_FILES:
+            (Path(out_dir) / name).unlink(missing_ok=True)
+        entries = [write_example(ex, out_dir, scale=scale, clip=clip, png=png) for ex in examples]
+        write_index(entries, out_dir, title=title)
     return entries
 
 

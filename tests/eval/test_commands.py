@@ -88,6 +88,35 @@ def test_evaluate_errors_are_one_line(toy_run, tmp_path, capsys):
     assert "not a processed dataset" in capsys.readouterr().err
 
 
+def test_evaluate_out_has_one_writer_and_a_full_disk_leaves_no_half_report(
+    toy_run, tmp_path, capsys, lock_holder, monkeypatch
+):
+    import errno
+
+    import attentive_reader.corpus.manifest as manifest
+
+    data, _, _ = toy_run
+    out = tmp_path / "report.json"
+    argv = ["evaluate", "--data", str(data), "--out", str(out)]
+    first = lock_holder(out, "evaluate")
+    assert cli(argv) == 2
+    assert f"in use by process {first.pid} (attentive-reader evaluate)" in capsys.readouterr().err
+    first.kill()
+    first.wait()
+
+    def full(path, text, *args, **kwargs):
+        path.write_bytes(text[:10].encode())  # half a report, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(manifest.Path, "write_text", full)
+    assert cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "the disk holding" in err and "is full" in err and "Traceback" not in err
+    assert not list(tmp_path.glob("*report.json*"))
+    monkeypatch.undo()
+    assert cli(argv) == 0 and json.loads(out.read_text())["num_examples"] == 11
+
+
 class _Links(HTMLParser):
     def __init__(self):
         super().__init__()

@@ -271,3 +271,78 @@ def test_soft_reader_weights_in_the_sidecar_sum_to_one(tmp_path):
             assert sum(sidecar["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
             lengths.add(len(sidecar["context"]))
     assert len(lengths) > 1
+
+
+# --------------------------------------------------------------------------- faults while writing
+
+
+def _three() -> list[HeatmapExample]:
+    return [make_example(id=f"s{i}:0:0", prediction=f"@entity{i}") for i in range(3)]
+
+
+def _folder(out) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def undisturbed(tmp_path_factory):
+    out = tmp_path_factory.mktemp("undisturbed") / "heatmaps"
+    write_heatmaps(_three(), out)
+    return _folder(out)
+
+
+def test_heatmaps_refuse_a_second_run(tmp_path, lock_holder, capsys):
+    from attentive_reader.cli import main as cli_main
+    from attentive_reader.locking import OutputInUse
+
+    out = tmp_path / "heatmaps"
+    first = lock_holder(out, "heatmap")
+    with pytest.raises(OutputInUse, match=f"in use by process {first.pid}"):
+        write_heatmaps(_three(), out)
+    # The command stops before it loads anything.
+    argv = ["heatmap", "--ckpt", "none.ckpt", "--data", "none", "--out", str(out)]
+    assert cli_main(argv) == 2
+    assert f"in use by process {first.pid} (attentive-reader heatmap)" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("code", [28, 13])  # ENOSPC, EACCES
+def test_a_fault_while_writing_heatmaps_never_looks_complete(
+    tmp_path, monkeypatch, undisturbed, code
+):
+    import os
+    from pathlib import Path
+
+    from attentive_reader.faults import OutputError
+
+    out = tmp_path / "heatmaps"
+    write_heatmaps(_three(), out)  # an older run's index is there: it must go
+    calls = []
+    write_text = Path.write_text
+
+    def failing(self, *args, **kwargs):
+        calls.append(self)
+        if len(calls) == 4:  # the second example's page
+            raise OSError(code, os.strerror(code), str(self))
+        return write_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", failing)
+    with pytest.raises(OutputError, match="is full|no permission"):
+        write_heatmaps(_three(), out)
+    assert not (out / "index.html").exists() and not (out / "index.json").exists()
+    assert not [p for p in out.iterdir() if ".partial" in p.name]
+    monkeypatch.undo()
+    write_heatmaps(_three(), out)
+    assert _folder(out) == undisturbed
+
+
+def test_heatmaps_on_a_real_full_disk_then_more_space(small_disk, undisturbed):
+    from attentive_reader.faults import OutputError
+
+    out = small_disk.path / "heatmaps"
+    with pytest.raises(OutputError, match="is full: "):
+        write_heatmaps(_three(), out)
+    assert not (out / "index.html").exists()
+    small_disk.resize("8m")
+    write_heatmaps(_three(), out)
+    assert _folder(out) == undisturbed
