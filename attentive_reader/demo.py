@@ -47,7 +47,7 @@ class DemoOptions:
     out_dir: str = "runs/demo"
     reader: str = "attentive_reader"
     stories: int = 4000
-    epochs: int = 15
+    epochs: int = 4
     seed: int = 0
     num_proc: int = 2
     heatmaps: int = 10

@@ -204,7 +204,7 @@ def test_bf16_mixed_precision_runs_on_cpu(toy, run_dir):
     data = ClozeDataModule(toy, num_entities=12)
     reader = AttentiveReader(data.vocab_size, data.num_entities, embedding_dim=16, hidden_dim=16)
     dtypes = []
-    reader.output.register_forward_hook(lambda module, inputs, out: dtypes.append(out.dtype))
+    reader.answer.register_forward_hook(lambda module, inputs, out: dtypes.append(out.dtype))
     trainer = pl.Trainer(
         accelerator="cpu",
         precision="bf16-mixed",

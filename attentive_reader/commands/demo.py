@@ -1,6 +1,6 @@
 """``attentive-reader demo``: the whole toolkit in one command on the built-in corpus.
 
-attentive-reader demo [--reader attentive_reader] [--stories 4000] [--epochs 15] [--seed 0]
+attentive-reader demo [--reader attentive_reader] [--stories 4000] [--epochs 4] [--seed 0]
                       [--out-dir runs/demo]
 """
 

@@ -2,7 +2,9 @@
 
 Any ``ClozeReader`` subclass is a model (``model.class_path``), ``ClozeDataModule`` is the
 data; the data module's vocabulary size and entity count are linked into the model's init
-arguments. Checkpoints keep the best ``val_acc`` and ``last.ckpt``; ``vocab.json`` is written
+arguments. The optimiser is a reader argument (``--model.optimizer``, ``--model.lr``, ...):
+the CLI has no ``--optimizer`` / ``--lr_scheduler`` blocks, so what trained a reader is
+recorded once, in its hyperparameters. Checkpoints keep the best ``val_acc`` and ``last.ckpt``; ``vocab.json`` is written
 beside them. See ``configs/`` and the README's "Training" section.
 """
 
@@ -88,6 +90,8 @@ def run_cli(argv: list[str]) -> ReaderCLI:
             ClozeDataModule,
             subclass_mode_model=True,
             trainer_class=LockingTrainer,  # one run per log folder (run_lock.py)
+            # One way to set the optimiser: the reader's own arguments (recorded in checkpoints).
+            auto_configure_optimizers=False,
             args=argv,
             trainer_defaults={
                 "default_root_dir": "runs",

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import datasets
 import numpy as np
+import pyarrow.compute as pc
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback
@@ -21,6 +22,8 @@ from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
 from attentive_reader.errors import UserError
 
 Split = Literal["train", "validation", "test"]
+EntityIdPolicy = Literal["permute", "first_occurrence"]
+ENTITY_ID_POLICIES: tuple[str, ...] = ("permute", "first_occurrence")
 VOCAB_FILE = "vocab.json"
 
 
@@ -96,9 +99,18 @@ class ClozeDataModule(pl.LightningDataModule):
     ``state_dict``) and written as ``vocab.json`` beside the checkpoints by
     ``VocabularyWriter``.
 
-    Training batches are length-bucketed and shuffled, with entity ids permuted per example
-    (``permute_entities``); validation and test batches are length-bucketed, in a fixed
-    order, and never permuted. Under DDP each rank reads its own disjoint share of batches,
+    Entity ids (``entity_ids``): ``permute`` relabels the entity markers of every training
+    example by a fresh random permutation of the whole entity block, each epoch (Hermann et
+    al.'s "randomly permuted for each data point"); ``first_occurrence`` keeps the stored ids,
+    which number the entities of each story by first occurrence (Chen et al.'s relabelling).
+    Evaluation never permutes.
+
+    The entity block has ``num_entities`` ids: by default exactly what the dataset needs
+    (the largest entity number over all splits + 1); a larger explicit value widens the
+    range the permutation draws from (e.g. 527 for CNN-sized answer spaces).
+
+    Training batches are length-bucketed and shuffled; validation and test batches are
+    length-bucketed, in a fixed order. Under DDP each rank reads its own disjoint share of batches,
     so the trainer must not add a distributed sampler (``use_distributed_sampler=False``,
     the CLI's default).
 
@@ -108,9 +120,11 @@ class ClozeDataModule(pl.LightningDataModule):
         batch_size: training batch size.
         eval_batch_size: validation/test/predict batch size (default ``batch_size``).
         max_words: the number of most frequent train words in the vocabulary.
-        num_entities: size of the entity id block (CNN needs 527, Daily Mail 371); ignored
-            when ``vocab`` is given (the stored vocabulary's count is used).
-        permute_entities: relabel entity ids randomly per training example and epoch.
+        num_entities: size of the entity id block; ``None`` (the default): what the dataset
+            needs (CNN 527, Daily Mail 371). A smaller explicit value than needed is an error.
+            Ignored when ``vocab`` is given (the stored vocabulary's count is used).
+        entity_ids: ``permute`` (the paper's per-example permutation, the default) or
+            ``first_occurrence`` (the stored ids, by first occurrence in each story).
         max_context_tokens: cut contexts to this many tokens (``ClozeBatch.truncated``
             records where); the candidates stay those of the whole context.
         pool_size: batches per length-sorting pool.
@@ -127,8 +141,8 @@ class ClozeDataModule(pl.LightningDataModule):
         batch_size: int = 32,
         eval_batch_size: int | None = None,
         max_words: int = 50_000,
-        num_entities: int = 600,
-        permute_entities: bool = True,
+        num_entities: int | None = None,
+        entity_ids: EntityIdPolicy = "permute",
         max_context_tokens: int | None = None,
         pool_size: int = 50,
         num_workers: int = 0,
@@ -140,7 +154,7 @@ class ClozeDataModule(pl.LightningDataModule):
         for name, value in (
             ("batch_size", batch_size),
             ("max_words", max_words + 1),
-            ("num_entities", num_entities),
+            ("num_entities", 1 if num_entities is None else num_entities),
             ("pool_size", pool_size),
             ("num_workers", num_workers + 1),
         ):
@@ -152,6 +166,10 @@ class ClozeDataModule(pl.LightningDataModule):
             raise ValueError(
                 f"max_context_tokens must be positive or null, got {max_context_tokens}"
             )
+        if entity_ids not in ENTITY_ID_POLICIES:
+            raise ValueError(
+                f"entity_ids must be one of {', '.join(ENTITY_ID_POLICIES)}, got {entity_ids!r}"
+            )
         if predict_split not in SPLITS:
             raise ValueError(f"predict_split must be one of {SPLITS}, got {predict_split!r}")
         # Stored in checkpoints for from_checkpoint; not sent to loggers (the CLI's config.yaml
@@ -161,7 +179,8 @@ class ClozeDataModule(pl.LightningDataModule):
         self.path = Path(path)
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size
-        self.permute_entities = permute_entities
+        self.entity_ids = entity_ids
+        self.permute_entities = entity_ids == "permute"
         self.max_context_tokens = max_context_tokens
         self.pool_size = pool_size
         self.num_workers = num_workers
@@ -171,9 +190,16 @@ class ClozeDataModule(pl.LightningDataModule):
         if vocab is not None:
             self.vocab = _read_vocabulary(Path(vocab))
         else:
+            needed = self.entities_needed()
+            if num_entities is not None and num_entities < needed:
+                raise UserError(
+                    f"{self.path} needs {needed} entity ids (its largest marker is "
+                    f"@entity{needed - 1}) but --data.num_entities is {num_entities}; raise it "
+                    "or leave it unset to use what the data needs"
+                )
             train = self.examples("train").select_columns(["context", "query"])
             self.vocab = Vocabulary.build(
-                _token_lists(train), max_words=max_words, num_entities=num_entities
+                _token_lists(train), max_words=max_words, num_entities=num_entities or needed
             )
         # A stored vocabulary brings its own entity count; record the one in use.
         self.hparams["num_entities"] = self.vocab.num_entities
@@ -192,6 +218,19 @@ class ClozeDataModule(pl.LightningDataModule):
         return self.vocab.num_entities
 
     # --- data ----------------------------------------------------------------------------
+
+    def entities_needed(self) -> int:
+        """The number of entity ids the stored data needs: its largest entity number + 1."""
+        largest = -1
+        for split in self._splits.values():
+            for table in split.with_format("arrow").iter(batch_size=50_000):
+                markers = pc.list_flatten(table.column("candidates"))
+                if len(markers):
+                    numbers = pc.cast(pc.utf8_slice_codeunits(markers, len("@entity")), "int64")
+                    largest = max(largest, pc.max(numbers).as_py())
+        if largest < 0:
+            raise UserError(f"{self.path} holds no entity markers; is it a processed dataset?")
+        return largest + 1
 
     def examples(self, split: Split) -> datasets.Dataset:
         """The stored rows of ``split`` (``CLOZE_FEATURES``), e.g. for heatmaps and reports."""
@@ -312,6 +351,9 @@ class ClozeDataModule(pl.LightningDataModule):
         stored = checkpoint.get("datamodule_hyper_parameters") or {}
         # Keys starting with "_" are the Lightning CLI's bookkeeping, not arguments.
         arguments = {key: value for key, value in stored.items() if not key.startswith("_")}
+        if "permute_entities" in arguments:  # checkpoints from before the entity_ids option
+            permute = arguments.pop("permute_entities")
+            arguments.setdefault("entity_ids", "permute" if permute else "first_occurrence")
         arguments.update(overrides)
         if overrides.get("vocab") is None:
             arguments["vocab"] = str(ckpt_path)

@@ -1,4 +1,4 @@
-"""``ClozeReader``: what every reader shares (answer layer masking, loss, metrics, optimiser).
+"""``ClozeReader``: what every reader shares (answer layers, loss, metrics, optimiser).
 
 Letters used by all readers: ``b`` batch, ``n`` context length, ``m`` query length, ``d``
 embedding size, ``h`` hidden size per direction, ``e`` number of entity ids.
@@ -18,11 +18,26 @@ from torch import Tensor, nn
 from torchmetrics.classification import MulticlassAccuracy
 
 from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.output import ReaderOutput
+from attentive_reader.nn.answer import (
+    AnswerLayerName,
+    OutputAnswer,
+    TiedAnswer,
+    check_answer_layer,
+    pointer_scores,
+    token_entities,
+)
 from attentive_reader.nn.encoders import load_word_vectors
+from attentive_reader.nn.features import query_match as query_match_features
 from attentive_reader.nn.masking import mask_logits
 
 OptimizerName = Literal["sgd", "adam", "rmsprop"]
+OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
+    "sgd": torch.optim.SGD,
+    "adam": torch.optim.Adam,
+    "rmsprop": torch.optim.RMSprop,
+}
 DEFAULT_LR: dict[str, float] = {"sgd": 0.1, "adam": 1e-3, "rmsprop": 1e-4}
 Stage = Literal["train", "val", "test"]
 
@@ -30,28 +45,37 @@ Stage = Literal["train", "val", "test"]
 class ClozeReader(pl.LightningModule):
     """Base class of the readers: predicts the answer's entity id among the candidates.
 
-    A subclass builds its network in ``__init__`` (after ``super().__init__(...)``) and
-    implements :meth:`forward`, returning raw answer scores through :meth:`answer_logits` so
-    that entity ids absent from the context are never predicted. This class provides the
-    cross-entropy loss, accuracy for each stage (``train_acc``, ``val_acc``, ``test_acc``,
-    synced across processes), ``predict_step`` and a default optimiser (the Lightning CLI's
-    ``--optimizer`` / ``--lr_scheduler`` replace it).
+    A subclass builds its network in ``__init__`` (after ``super().__init__(...)``), builds
+    its answer layer with :meth:`build_answer_layer`, and implements :meth:`forward`,
+    returning scores through :meth:`answer_scores` so that entity ids absent from the context
+    are never predicted. This class provides the cross-entropy loss, accuracy for each stage
+    (``train_acc``, ``val_acc``, ``test_acc``, synced across processes), ``predict_step`` and
+    the optimiser.
+
+    The optimiser is set here and only here (``--model.optimizer``, ``--model.lr``, ...; the
+    CLI has no separate ``--optimizer`` block), so the checkpoint's hyperparameters, the run's
+    ``config.yaml`` and evaluation reports all record the optimiser that trained the reader.
 
     The hyperparameters saved in checkpoints are exactly the init arguments of the concrete
     reader class (all plain JSON values, so checkpoints load with ``weights_only=True``).
 
     Args:
         vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e``, the size of the answer layer (linked from
+        num_entities: number of entity ids ``e``, the size of the answer space (linked from
             the data module).
         embedding_dim: size ``d`` of the word embeddings (``self.embedding``, padding id 0).
+        query_match: append to every token's embedding one bit saying whether the token also
+            occurs on the other side (context token in the query, query token in the
+            context; ``nn/features.py``), so encoders get ``d + 1`` inputs (``input_dim``).
         word_vectors: optional GloVe-format text file; its vectors initialise the embeddings
             of matching vocabulary words when ``fit`` starts (the vocabulary comes from the
             trainer's data module, see :meth:`load_word_vectors`).
-        optimizer: default optimiser: ``sgd``, ``adam`` or ``rmsprop``.
+        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
         lr: its learning rate; ``None`` means 0.1 for SGD (Chen et al.), 1e-3 for Adam,
             1e-4 for RMSProp.
-        weight_decay: L2 penalty of the default optimiser.
+        weight_decay: L2 penalty.
+        optimizer_options: further keyword arguments of the torch optimiser, e.g.
+            ``{"momentum": 0.9, "alpha": 0.95}`` for the paper's RMSProp.
     """
 
     def __init__(
@@ -59,10 +83,12 @@ class ClozeReader(pl.LightningModule):
         vocab_size: int,
         num_entities: int,
         embedding_dim: int = 100,
+        query_match: bool = False,
         word_vectors: str | None = None,
-        optimizer: OptimizerName = "sgd",
+        optimizer: OptimizerName = "adam",
         lr: float | None = None,
         weight_decay: float = 0.0,
+        optimizer_options: dict[str, float] | None = None,
     ) -> None:
         super().__init__()
         for name, value in (
@@ -72,22 +98,28 @@ class ClozeReader(pl.LightningModule):
         ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if optimizer not in DEFAULT_LR:
-            raise ValueError(f"optimizer must be one of {', '.join(DEFAULT_LR)}, got {optimizer!r}")
+        if optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
         if lr is not None and lr <= 0:
             raise ValueError(f"lr must be positive (or null for the default), got {lr}")
         if weight_decay < 0:
             raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
         if word_vectors is not None and not isinstance(word_vectors, str):
             raise ValueError("word_vectors must be a path given as a string (or None)")
+        _check_optimizer_options(optimizer, optimizer_options)
         self.save_hyperparameters(frame=_outermost_init_frame(self))
         self.vocab_size = vocab_size
         self.num_entities = num_entities
         self.optimizer_name = optimizer
         self.lr = DEFAULT_LR[optimizer] if lr is None else lr
         self.weight_decay = weight_decay
+        self.optimizer_options = dict(optimizer_options or {})
         self.word_vectors = word_vectors
+        self.query_match = bool(query_match)
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
+        self.input_dim = embedding_dim + (1 if self.query_match else 0)
+        self.answer_layer: AnswerLayerName = "output"
+        self.answer: nn.Module | None = None
         metric = MulticlassAccuracy(num_classes=num_entities, average="micro")
         self.train_acc = metric.clone()
         self.val_acc = metric.clone()
@@ -98,6 +130,97 @@ class ClozeReader(pl.LightningModule):
     def forward(self, batch: ClozeBatch) -> ReaderOutput:
         """Read a batch; return candidate-masked logits (b, e) and attention weights."""
         raise NotImplementedError
+
+    def embed(self, batch: ClozeBatch, dropout: nn.Module) -> tuple[Tensor, Tensor]:
+        """The encoders' inputs: embeddings (with ``dropout``) and, with ``query_match``, the
+        match bit.
+
+        Returns:
+            ``document`` (b, n, input_dim) and ``query`` (b, m, input_dim).
+        """
+        document = dropout(self.embedding(batch.context))  # (b, n, d)
+        query = dropout(self.embedding(batch.query))  # (b, m, d)
+        if not self.query_match:
+            return document, query
+        in_query, in_context = query_match_features(
+            batch.context, batch.context_mask, batch.query, batch.query_mask
+        )  # (b, n), (b, m)
+        document = torch.cat([document, in_query.unsqueeze(-1).to(document.dtype)], -1)
+        query = torch.cat([query, in_context.unsqueeze(-1).to(query.dtype)], -1)
+        return document, query  # (b, n, d + 1), (b, m, d + 1)
+
+    def build_answer_layer(
+        self, name: AnswerLayerName, input_dim: int, allowed: tuple[str, ...], why: str = ""
+    ) -> None:
+        """Build ``self.answer`` (see ``nn/answer.py``).
+
+        Args:
+            name: ``output``, ``tied`` or ``pointer``.
+            input_dim: size of the vector ``g`` the reader answers from (``output``, ``tied``).
+            allowed: the layers this reader supports.
+            why: why a layer is not allowed, for the error message.
+        """
+        check_answer_layer(name, allowed, type(self).__name__, why)
+        self.answer_layer = name
+        if name == "output":
+            self.answer = OutputAnswer(input_dim, self.num_entities)  # W_a
+        elif name == "tied":
+            self.answer = TiedAnswer(input_dim, self.embedding.embedding_dim)
+        else:
+            self.answer = None  # the attention sum has no parameters
+
+    def answer_scores(
+        self,
+        batch: ClozeBatch,
+        g: Tensor | None = None,
+        token_scores: Tensor | None = None,
+        weights: Tensor | None = None,
+    ) -> Tensor:
+        """Candidate-masked logits (b, e) from ``g`` (``output``, ``tied``) or ``token_scores``.
+
+        Args:
+            batch: the batch read (its context and candidates).
+            g: (b, g) the reader's output vector; needed by ``output`` and ``tied``.
+            token_scores: (b, n) unnormalised log-attention over the context tokens; needed
+                by ``pointer``.
+            weights: (b, n) the attention weights the reading used, for the ``tied`` layer's
+                read embedding (``None`` for readers without token attention).
+        """
+        if self.answer_layer != "pointer":
+            if g is None:
+                raise ValueError(f"the {self.answer_layer} answer layer needs g")
+            read = None if weights is None else self.read_embeddings(batch, weights)
+            return self.answer_from_vector(g, batch.candidates, read)
+        if token_scores is None:
+            raise ValueError("the pointer answer layer needs token_scores")
+        entities = token_entities(
+            batch.context, batch.context_mask, Vocabulary.entity_offset, self.num_entities
+        )  # (b, n)
+        scores = pointer_scores(token_scores, entities, self.num_entities)  # (b, e)
+        return self.answer_logits(scores, batch.candidates)
+
+    def read_embeddings(self, batch: ClozeBatch, weights: Tensor) -> Tensor | None:
+        """``sum_t w(t) E[d_t]``: the context's embeddings under attention ``weights`` (b, n),
+        or under several readings (b, s, n); ``None`` unless the answer layer is ``tied``."""
+        if self.answer_layer != "tied":
+            return None
+        embedded = self.embedding(batch.context)  # (b, n, d)
+        if weights.dim() == 2:
+            return torch.bmm(weights.unsqueeze(1).to(embedded.dtype), embedded).squeeze(1)
+        return torch.bmm(weights.to(embedded.dtype), embedded)  # (b, s, d)
+
+    def answer_from_vector(
+        self, g: Tensor, candidates: Tensor, read: Tensor | None = None
+    ) -> Tensor:
+        """Candidate-masked logits (b, e) of the ``output`` or ``tied`` layer for ``g`` (b, g),
+        ``candidates`` (b, e) and, for ``tied``, the read embedding ``read`` (b, d) or None."""
+        if self.answer_layer == "tied":
+            offset = Vocabulary.entity_offset
+            entity_embeddings = self.embedding.weight[offset : offset + self.num_entities]
+            scores = self.answer(g, entity_embeddings, read)  # (b, e)
+        else:
+            scores = self.answer(g)  # (b, e)
+        return self.answer_logits(scores, candidates)
 
     def answer_logits(self, scores: Tensor, candidates: Tensor) -> Tensor:
         """Restrict answer scores to the candidates.
@@ -152,6 +275,9 @@ class ClozeReader(pl.LightningModule):
         # The reader's class, so that ``load_reader`` works for checkpoints made without the CLI.
         checkpoint["reader_class"] = f"{type(self).__module__}.{type(self).__qualname__}"
 
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        upgrade_state_dict(checkpoint["state_dict"])
+
     def training_step(self, batch: ClozeBatch, batch_idx: int) -> Tensor:
         return self._shared_step(batch, "train")
 
@@ -186,12 +312,14 @@ class ClozeReader(pl.LightningModule):
         }
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        """The default optimiser (used when the CLI is given no ``--optimizer``)."""
-        if self.optimizer_name == "sgd":
-            return torch.optim.SGD(self.parameters(), lr=self.lr, weight_decay=self.weight_decay)
-        if self.optimizer_name == "adam":
-            return torch.optim.Adam(self.parameters(), lr=self.lr, weight_decay=self.weight_decay)
-        return torch.optim.RMSprop(self.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        """The optimiser of the ``optimizer``, ``lr``, ``weight_decay`` and
+        ``optimizer_options`` arguments."""
+        return OPTIMIZERS[self.optimizer_name](
+            self.parameters(),
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            **self.optimizer_options,
+        )
 
     # --- internals -----------------------------------------------------------------------
 
@@ -223,6 +351,41 @@ class ClozeReader(pl.LightningModule):
             batch_size=size,
         )
         return loss
+
+
+def upgrade_hyper_parameters(hyper_parameters: dict[str, Any]) -> dict[str, Any]:
+    """Hyperparameters of a checkpoint made before answer layers existed, as they are now.
+
+    Such readers all answered with the paper's output matrix, ``answer_layer="output"``.
+    """
+    if "answer_layer" not in hyper_parameters:
+        hyper_parameters = {**hyper_parameters, "answer_layer": "output"}
+    return hyper_parameters
+
+
+def upgrade_state_dict(state_dict: dict[str, Tensor]) -> None:
+    """Rename the output matrix of checkpoints made before answer layers (in place):
+    ``output.weight`` / ``output.bias`` are now ``answer.weight`` / ``answer.bias``."""
+    for key in [k for k in state_dict if k in ("output.weight", "output.bias")]:
+        state_dict["answer." + key.split(".", 1)[1]] = state_dict.pop(key)
+
+
+def _check_optimizer_options(optimizer: str, options: dict[str, float] | None) -> None:
+    """Build the optimiser once on a dummy parameter, so a bad option fails at construction."""
+    if not options:
+        return
+    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+        raise ValueError(f"optimizer_options must map option names to values, got {options!r}")
+    reserved = {"lr", "weight_decay", "params"} & set(options)
+    if reserved:
+        raise ValueError(
+            f"optimizer_options may not set {', '.join(sorted(reserved))}: use the reader's "
+            "lr / weight_decay arguments"
+        )
+    try:
+        OPTIMIZERS[optimizer]([nn.Parameter(torch.zeros(1))], lr=1e-3, **options)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"optimizer_options {options!r} do not fit {optimizer}: {err}") from None
 
 
 def _outermost_init_frame(obj: object) -> types.FrameType | None:

@@ -9,8 +9,8 @@ from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.attentive import AttentiveReader, ReadoutName
 from attentive_reader.models.base import ClozeReader, OptimizerName
 from attentive_reader.models.output import ReaderOutput
+from attentive_reader.nn.answer import AnswerLayerName, check_answer_layer
 from attentive_reader.nn.encoders import RnnName, SequenceEncoder
-from attentive_reader.nn.masking import masked_softmax
 
 
 class DeepLSTMReader(ClozeReader):
@@ -23,7 +23,8 @@ class DeepLSTMReader(ClozeReader):
         x'(t, k) = x(t) || y'(t, k-1)          (x'(t, 1) = x(t))
         y'(t, k) = LSTM_k(x'(t, k), ...)
         g = y'(T, 1) || ... || y'(T, K)        T = |d| + 1 + |q|, each example's own end
-        p(a | d, q) = softmax over the candidate entities of W_a g
+        p(a | d, q) = softmax over the candidate entities of W_a g     (answer_layer="output")
+                    | ... of (W g + c) . E[@entity_a]                     (answer_layer="tied")
 
     ``ReaderOutput.attention`` is ``None``.
 
@@ -34,10 +35,15 @@ class DeepLSTMReader(ClozeReader):
         hidden_dim: hidden size ``h`` of each layer.
         num_layers: depth ``K`` of the LSTM.
         dropout: dropout on the embeddings and on each layer's output.
+        answer_layer: ``tied`` (the default) or ``output`` (the paper's); this reader has no
+            token attention for ``pointer``.
+        query_match: add the bit "this token also occurs in the query / the context" to
+            every token's embedding (see ``ClozeReader``).
         word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: default optimiser (``sgd``, ``adam``, ``rmsprop``).
+        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
         lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty of the default optimiser.
+        weight_decay: L2 penalty.
+        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
 
     def __init__(
@@ -48,33 +54,40 @@ class DeepLSTMReader(ClozeReader):
         hidden_dim: int = 256,
         num_layers: int = 2,
         dropout: float = 0.1,
+        answer_layer: AnswerLayerName = "tied",
+        query_match: bool = False,
         word_vectors: str | None = None,
-        optimizer: OptimizerName = "rmsprop",
+        optimizer: OptimizerName = "adam",
         lr: float | None = None,
         weight_decay: float = 0.0,
+        optimizer_options: dict[str, float] | None = None,
     ) -> None:
         super().__init__(
             vocab_size,
             num_entities,
             embedding_dim=embedding_dim,
+            query_match=query_match,
             word_vectors=word_vectors,
             optimizer=optimizer,
             lr=lr,
             weight_decay=weight_decay,
+            optimizer_options=optimizer_options,
         )
         if num_layers < 1:
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.dropout = nn.Dropout(dropout)
-        self.delimiter = nn.Parameter(torch.randn(embedding_dim) * 0.1)  # the "|||" token
+        self.delimiter = nn.Parameter(torch.randn(self.input_dim) * 0.1)  # the "|||" token
         self.layers = nn.ModuleList(
             SequenceEncoder(
-                embedding_dim + (hidden_dim if k > 0 else 0), hidden_dim, bidirectional=False
+                self.input_dim + (hidden_dim if k > 0 else 0), hidden_dim, bidirectional=False
             )
             for k in range(num_layers)
         )
-        self.output = nn.Linear(num_layers * hidden_dim, num_entities)  # W_a
+        self.build_answer_layer(
+            answer_layer, num_layers * hidden_dim, ("output", "tied"), " (it has no attention)"
+        )
 
     def forward(self, batch: ClozeBatch) -> ReaderOutput:
         """Read a batch.
@@ -82,8 +95,7 @@ class DeepLSTMReader(ClozeReader):
         Returns:
             ``ReaderOutput`` with ``logits`` (b, e) and no attention.
         """
-        document = self.dropout(self.embedding(batch.context))  # (b, n, d)
-        query = self.dropout(self.embedding(batch.query))  # (b, m, d)
+        document, query = self.embed(batch, self.dropout)  # (b, n, d'), (b, m, d')
         x, mask = self.join(document, batch.context_mask, query, batch.query_mask)  # (b, T, d)
         finals = []
         previous: Tensor | None = None
@@ -93,7 +105,7 @@ class DeepLSTMReader(ClozeReader):
             previous = self.dropout(states)
             finals.append(final)
         g = self.dropout(torch.cat(finals, dim=-1))  # (b, K h)
-        logits = self.answer_logits(self.output(g), batch.candidates)  # (b, e)
+        logits = self.answer_scores(batch, g=g)  # (b, e)
         return ReaderOutput(logits=logits, attention=None)
 
     def join(
@@ -149,10 +161,15 @@ class UniformReader(AttentiveReader):
         dropout: dropout on the embeddings (and between stacked layers).
         rnn: ``lstm`` or ``gru``.
         readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``, the default) or ``linear``.
+        answer_layer: ``tied`` (the default) or ``output`` (the paper's); ``pointer`` would
+            only count mentions (the maximum-frequency baseline).
+        query_match: add the bit "this token also occurs in the query / the context" to
+            every token's embedding (see ``ClozeReader``).
         word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: default optimiser (``sgd``, ``adam``, ``rmsprop``).
+        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
         lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty of the default optimiser.
+        weight_decay: L2 penalty.
+        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
 
     def __init__(
@@ -165,11 +182,20 @@ class UniformReader(AttentiveReader):
         dropout: float = 0.2,
         rnn: RnnName = "lstm",
         readout: ReadoutName = "paper",
+        answer_layer: AnswerLayerName = "tied",
+        query_match: bool = False,
         word_vectors: str | None = None,
-        optimizer: OptimizerName = "sgd",
+        optimizer: OptimizerName = "adam",
         lr: float | None = None,
         weight_decay: float = 0.0,
+        optimizer_options: dict[str, float] | None = None,
     ) -> None:
+        check_answer_layer(
+            answer_layer,
+            ("output", "tied"),
+            "UniformReader",
+            " (uniform attention summed per entity is the maximum-frequency baseline)",
+        )
         super().__init__(
             vocab_size,
             num_entities,
@@ -180,13 +206,16 @@ class UniformReader(AttentiveReader):
             rnn=rnn,
             scorer="dot",  # replaced below; "dot" has no parameters
             readout=readout,
+            answer_layer=answer_layer,
+            query_match=query_match,
             word_vectors=word_vectors,
             optimizer=optimizer,
             lr=lr,
             weight_decay=weight_decay,
+            optimizer_options=optimizer_options,
         )
         self.scorer = None  # uniform attention has nothing to learn
 
-    def attend(self, y_d: Tensor, u: Tensor, mask: Tensor) -> Tensor:
-        """Uniform weights (b, n) over the real document tokens."""
-        return masked_softmax(torch.zeros_like(mask, dtype=y_d.dtype), mask)  # (b, n)
+    def attention_scores(self, y_d: Tensor, u: Tensor) -> Tensor:
+        """Equal scores (b, n): the masked softmax makes them uniform over the real tokens."""
+        return y_d.new_zeros(y_d.shape[:2])  # (b, n)

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import ClozeReader, OptimizerName
 from attentive_reader.models.output import ReaderOutput
+from attentive_reader.nn.answer import AnswerLayerName
 from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
 from attentive_reader.nn.encoders import RnnName, SequenceEncoder
 from attentive_reader.nn.glimpse import (
@@ -54,15 +55,19 @@ class _GlimpseReader(ClozeReader):
         r_k             = sum_i a_i G_k[i], a = softmax_i score(G_k[i], u)  (glimpse_readout="attend")
                         | W_flat vec(G_k)                                  (glimpse_readout="flatten")
         c_k             = LSTMCell(r_k, c_{k-1})                 (K > 1)
-    then ``r = r_1`` (K = 1) or ``r = c_K`` (K > 1) and the Attentive Reader's read-out.
+    then ``r = r_1`` (K = 1) or ``r = c_K`` (K > 1) and the Attentive Reader's read-out and
+    answer layer. With ``answer_layer="pointer"`` (``glimpse_readout="attend"`` only) the
+    answer is the last glimpse's weight on each token, ``w(t) = sum_i a_i W[i, t]`` for the
+    glimpse's weights ``W`` (b, N, n) over the positions, summed per candidate entity.
 
     Subclasses pass ``num_raw`` (how many location values they predict) and implement
-    :meth:`look`.
+    :meth:`look`; every other argument is keyword-only, as in the subclasses.
     """
 
     def __init__(
         self,
         num_raw: int,
+        *,
         vocab_size: int,
         num_entities: int,
         embedding_dim: int,
@@ -76,19 +81,24 @@ class _GlimpseReader(ClozeReader):
         scorer: ScorerName,
         attention_dim: int | None,
         readout: ReadoutName,
+        answer_layer: AnswerLayerName,
+        query_match: bool,
         word_vectors: str | None,
         optimizer: OptimizerName,
         lr: float | None,
         weight_decay: float,
+        optimizer_options: dict[str, float] | None,
     ) -> None:
         super().__init__(
             vocab_size,
             num_entities,
             embedding_dim=embedding_dim,
+            query_match=query_match,
             word_vectors=word_vectors,
             optimizer=optimizer,
             lr=lr,
             weight_decay=weight_decay,
+            optimizer_options=optimizer_options,
         )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
@@ -110,10 +120,10 @@ class _GlimpseReader(ClozeReader):
 
         self.dropout = nn.Dropout(dropout)
         self.document_encoder = SequenceEncoder(
-            embedding_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
         )
         self.query_encoder = SequenceEncoder(
-            embedding_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
         )
         states = self.document_encoder.output_dim  # 2h
         recurrent = num_glimpses > 1
@@ -130,10 +140,18 @@ class _GlimpseReader(ClozeReader):
             self.scorer = build_scorer(scorer, states, states, attention_dim)
         else:
             self.flatten = nn.Linear(num_filters * states, states)  # W_flat
-        if readout == "paper":
+        if glimpse_readout == "attend":
+            self.build_answer_layer(answer_layer, states, ("output", "tied", "pointer"))
+        else:
+            self.build_answer_layer(
+                answer_layer,
+                states,
+                ("output", "tied"),
+                " with glimpse_readout='flatten' (it has no weights over tokens; use 'attend')",
+            )
+        if readout == "paper" and answer_layer != "pointer":
             self.read_proj = nn.Linear(states, states, bias=False)  # W_rg
             self.query_proj = nn.Linear(states, states)  # W_ug (and the bias)
-        self.output = nn.Linear(states, num_entities)  # W_a
 
     def look(
         self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor
@@ -166,8 +184,7 @@ class _GlimpseReader(ClozeReader):
             ``glimpse_readout="attend"`` only) and ``tokens_read`` (b,) long.
         """
         mask = batch.context_mask  # (b, n)
-        document = self.dropout(self.embedding(batch.context))  # (b, n, d)
-        query = self.dropout(self.embedding(batch.query))  # (b, m, d)
+        document, query = self.embed(batch, self.dropout)  # (b, n, d'), (b, m, d')
         y_d, _ = self.document_encoder(document, mask)  # (b, n, 2h)
         _, u = self.query_encoder(query, batch.query_mask)  # (b, 2h)
         lengths = mask.sum(1)  # (b,)
@@ -180,6 +197,7 @@ class _GlimpseReader(ClozeReader):
         read = torch.zeros_like(mask)  # (b, n) bool: tokens read by any glimpse
         per_glimpse: dict[str, list[Tensor]] = {}
         r = u
+        token_weights = None  # (b, n): the last glimpse's read-out weight on each token
         for _ in range(self.num_glimpses):
             where = u if state is None else torch.cat([u, state[0]], dim=-1)  # (b, 2h | 4h)
             glimpse, weights, looked, values = self.look(y_d, mask, lengths, self.locator(where))
@@ -187,6 +205,9 @@ class _GlimpseReader(ClozeReader):
             r, filter_weights = self._combine(glimpse, u)  # (b, 2h), (b, N) | None
             if filter_weights is not None:
                 values["filter_weights"] = filter_weights
+                token_weights = torch.bmm(
+                    filter_weights.unsqueeze(1).to(weights.dtype), weights
+                ).squeeze(1)  # (b, n)
             if state is not None:
                 state = self.controller(r, state)  # LSTMCell: (h, c), each (b, 2h)
                 r = state[0]  # the reading is the controller's state, as in RAM
@@ -195,11 +216,15 @@ class _GlimpseReader(ClozeReader):
                 per_glimpse.setdefault(key, []).append(value)
 
         filters = torch.stack(all_weights, dim=1)  # (b, K, N, n)
-        if self.readout == "paper":
-            g = torch.tanh(self.read_proj(r) + self.query_proj(u))  # (b, 2h)
+        if self.answer_layer == "pointer":
+            log_weights = token_weights.float().clamp_min(1e-30).log()  # (b, n)
+            logits = self.answer_scores(batch, token_scores=log_weights)  # (b, e)
         else:
-            g = r
-        logits = self.answer_logits(self.output(g), batch.candidates)  # (b, e)
+            if self.readout == "paper":
+                g = torch.tanh(self.read_proj(r) + self.query_proj(u))  # (b, 2h)
+            else:
+                g = r
+            logits = self.answer_scores(batch, g=g, weights=token_weights)  # (b, e)
         extras = {key: torch.stack(values, dim=1) for key, values in per_glimpse.items()}
         extras["glimpse_attention"] = torch.stack(
             [position_weights(w, mask) for w in all_weights], dim=1
@@ -251,13 +276,18 @@ class GaussianGlimpseReader(_GlimpseReader):
         scorer: the ``attend`` scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear``.
         attention_dim: hidden size of the additive scorer (default ``2h``).
         readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
+        answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer``
+            (``glimpse_readout="attend"`` only; see ``_GlimpseReader``).
         intensity: predict DRAW's intensity ``gamma`` and scale each glimpse by it. Off by
             default: on the toy task it shrinks towards 0 early in training, silencing the
             read-out, and the reader stays at chance (test accuracy 0.17 against 0.90 without).
+        query_match: add the bit "this token also occurs in the query / the context" to
+            every token's embedding (see ``ClozeReader``).
         word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: default optimiser (``sgd``, ``adam``, ``rmsprop``).
+        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
         lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty of the default optimiser.
+        weight_decay: L2 penalty.
+        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
 
     def __init__(
@@ -276,30 +306,36 @@ class GaussianGlimpseReader(_GlimpseReader):
         attention_dim: int | None = None,
         readout: ReadoutName = "linear",
         intensity: bool = False,
+        answer_layer: AnswerLayerName = "tied",
+        query_match: bool = False,
         word_vectors: str | None = None,
         optimizer: OptimizerName = "adam",
         lr: float | None = None,
         weight_decay: float = 0.0,
+        optimizer_options: dict[str, float] | None = None,
     ) -> None:
         super().__init__(
             4 if intensity else 3,  # centre, stride, width (, intensity)
-            vocab_size,
-            num_entities,
-            embedding_dim,
-            hidden_dim,
-            num_layers,
-            dropout,
-            rnn,
-            num_filters,
-            num_glimpses,
-            glimpse_readout,
-            scorer,
-            attention_dim,
-            readout,
-            word_vectors,
-            optimizer,
-            lr,
-            weight_decay,
+            vocab_size=vocab_size,
+            num_entities=num_entities,
+            embedding_dim=embedding_dim,
+            hidden_dim=hidden_dim,
+            num_layers=num_layers,
+            dropout=dropout,
+            rnn=rnn,
+            num_filters=num_filters,
+            num_glimpses=num_glimpses,
+            glimpse_readout=glimpse_readout,
+            scorer=scorer,
+            attention_dim=attention_dim,
+            readout=readout,
+            answer_layer=answer_layer,
+            query_match=query_match,
+            word_vectors=word_vectors,
+            optimizer=optimizer,
+            lr=lr,
+            weight_decay=weight_decay,
+            optimizer_options=optimizer_options,
         )
         self.intensity = intensity
 
@@ -355,10 +391,15 @@ class TransformerGlimpseReader(_GlimpseReader):
         scorer: the ``attend`` scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear``.
         attention_dim: hidden size of the additive scorer (default ``2h``).
         readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
+        answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer``
+            (``glimpse_readout="attend"`` only; see ``_GlimpseReader``).
+        query_match: add the bit "this token also occurs in the query / the context" to
+            every token's embedding (see ``ClozeReader``).
         word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: default optimiser (``sgd``, ``adam``, ``rmsprop``).
+        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
         lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty of the default optimiser.
+        weight_decay: L2 penalty.
+        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
 
     def __init__(
@@ -376,30 +417,36 @@ class TransformerGlimpseReader(_GlimpseReader):
         scorer: ScorerName = "bilinear",
         attention_dim: int | None = None,
         readout: ReadoutName = "linear",
+        answer_layer: AnswerLayerName = "tied",
+        query_match: bool = False,
         word_vectors: str | None = None,
         optimizer: OptimizerName = "adam",
         lr: float | None = None,
         weight_decay: float = 0.0,
+        optimizer_options: dict[str, float] | None = None,
     ) -> None:
         super().__init__(
             2,  # centre, stride
-            vocab_size,
-            num_entities,
-            embedding_dim,
-            hidden_dim,
-            num_layers,
-            dropout,
-            rnn,
-            num_filters,
-            num_glimpses,
-            glimpse_readout,
-            scorer,
-            attention_dim,
-            readout,
-            word_vectors,
-            optimizer,
-            lr,
-            weight_decay,
+            vocab_size=vocab_size,
+            num_entities=num_entities,
+            embedding_dim=embedding_dim,
+            hidden_dim=hidden_dim,
+            num_layers=num_layers,
+            dropout=dropout,
+            rnn=rnn,
+            num_filters=num_filters,
+            num_glimpses=num_glimpses,
+            glimpse_readout=glimpse_readout,
+            scorer=scorer,
+            attention_dim=attention_dim,
+            readout=readout,
+            answer_layer=answer_layer,
+            query_match=query_match,
+            word_vectors=word_vectors,
+            optimizer=optimizer,
+            lr=lr,
+            weight_decay=weight_decay,
+            optimizer_options=optimizer_options,
         )
 
     def look(

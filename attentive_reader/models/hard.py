@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import ClozeReader, OptimizerName
 from attentive_reader.models.output import ReaderOutput
+from attentive_reader.nn.answer import AnswerLayerName
 from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
 from attentive_reader.nn.encoders import RnnName, SequenceEncoder
 from attentive_reader.nn.masking import masked_log_softmax, masked_softmax
@@ -47,7 +48,8 @@ class HardAttentionReader(ClozeReader):
         t_1..k ~ pi (sampled in training; the top k in evaluation)
         r      = mean_j y_d(t_j)                                        (the reading)
         g      = tanh(W_rg r + W_ug u) (readout="paper") | r (readout="linear")
-        p(a | d, q) = softmax over the candidate entities of W_a g
+        p(a | d, q) = softmax over the candidate entities of W_a g     (answer_layer="output")
+                    | ... of (W g + c) . E[@entity_a]                     (answer_layer="tied")
 
     Training loss, averaged over the ``num_samples`` selections drawn per example::
 
@@ -98,10 +100,15 @@ class HardAttentionReader(ClozeReader):
         selection: ``reinforce`` (score-function estimator) or ``gumbel``
             (straight-through Gumbel-softmax, a differentiable control).
         gumbel_temperature: the Gumbel-softmax temperature.
+        answer_layer: ``tied`` (the default) or ``output`` (the paper's); ``pointer`` would
+            answer with the soft policy and make this a soft reader.
+        query_match: add the bit "this token also occurs in the query / the context" to
+            every token's embedding (see ``ClozeReader``).
         word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: default optimiser (``sgd``, ``adam``, ``rmsprop``).
+        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
         lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty of the default optimiser.
+        weight_decay: L2 penalty.
+        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
 
     def __init__(
@@ -129,19 +136,24 @@ class HardAttentionReader(ClozeReader):
         eval_samples: int = 8,
         selection: SelectionName = "reinforce",
         gumbel_temperature: float = 1.0,
+        answer_layer: AnswerLayerName = "tied",
+        query_match: bool = False,
         word_vectors: str | None = None,
         optimizer: OptimizerName = "adam",
         lr: float | None = None,
         weight_decay: float = 0.0,
+        optimizer_options: dict[str, float] | None = None,
     ) -> None:
         super().__init__(
             vocab_size,
             num_entities,
             embedding_dim=embedding_dim,
+            query_match=query_match,
             word_vectors=word_vectors,
             optimizer=optimizer,
             lr=lr,
             weight_decay=weight_decay,
+            optimizer_options=optimizer_options,
         )
         _check_choice("scorer", scorer, SCORER_NAMES)
         _check_choice("readout", readout, ("paper", "linear"))
@@ -183,10 +195,10 @@ class HardAttentionReader(ClozeReader):
 
         self.dropout = nn.Dropout(dropout)
         self.document_encoder = SequenceEncoder(
-            embedding_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
         )
         self.query_encoder = SequenceEncoder(
-            embedding_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
         )
         states = self.document_encoder.output_dim  # 2h
         self.scorer = build_scorer(scorer, states, states, attention_dim)
@@ -194,7 +206,12 @@ class HardAttentionReader(ClozeReader):
         if readout == "paper":
             self.read_proj = nn.Linear(states, states, bias=False)  # W_rg
             self.query_proj = nn.Linear(states, states)  # W_ug (and the bias)
-        self.output = nn.Linear(states, num_entities)  # W_a
+        self.build_answer_layer(
+            answer_layer,
+            states,
+            ("output", "tied"),
+            " (it reads k sampled positions; the soft policy would make it a soft reader)",
+        )
         self.value_head = (
             nn.Sequential(nn.Linear(2 * states, states), nn.Tanh(), nn.Linear(states, 1))
             if baseline == "learned"
@@ -211,8 +228,7 @@ class HardAttentionReader(ClozeReader):
         candidate-masked log of the answer distribution averaged over the samples (with one
         sample: that sample's logits).
         """
-        document = self.dropout(self.embedding(batch.context))  # (b, n, d)
-        query = self.dropout(self.embedding(batch.query))  # (b, m, d)
+        document, query = self.embed(batch, self.dropout)  # (b, n, d'), (b, m, d')
         mask = batch.context_mask  # (b, n)
         y_d, _ = self.document_encoder(document, mask)  # (b, n, 2h)
         _, u = self.query_encoder(query, batch.query_mask)  # (b, 2h)
@@ -239,7 +255,10 @@ class HardAttentionReader(ClozeReader):
         r = torch.bmm(weights, y_d).flatten(0, 1)  # (b*s, 2h): the mean of the chosen states
         flat_u = u.repeat_interleave(samples, dim=0)  # (b*s, 2h)
         candidates = batch.candidates.repeat_interleave(samples, dim=0)  # (b*s, e)
-        sample_logits = self.answer_logits(self._read_out(r, flat_u), candidates)  # (b*s, e)
+        read = self.read_embeddings(batch, weights)  # (b, s, d) | None: the chosen embeddings
+        read = None if read is None else read.flatten(0, 1)  # (b*s, d)
+        g = self._read_out(r, flat_u)  # (b*s, 2h)
+        sample_logits = self.answer_from_vector(g, candidates, read)  # (b*s, e)
         sample_logits = sample_logits.view(b, samples, -1)  # (b, s, e)
         if samples == 1:
             logits = sample_logits[:, 0]  # (b, e)
@@ -272,12 +291,10 @@ class HardAttentionReader(ClozeReader):
         return self.eval_mode, self.eval_samples
 
     def _read_out(self, r: Tensor, u: Tensor) -> Tensor:
-        """Raw answer scores (b, e) from the reading r (b, 2h) and the query u (b, 2h)."""
+        """The vector g (b, 2h) answered from, given the reading r and the query u (b, 2h)."""
         if self.readout == "paper":
-            g = torch.tanh(self.read_proj(r) + self.query_proj(u))  # (b, 2h)
-        else:
-            g = r
-        return self.output(g)
+            return torch.tanh(self.read_proj(r) + self.query_proj(u))  # (b, 2h)
+        return r
 
     # --- training ------------------------------------------------------------------------
 

@@ -8,8 +8,10 @@ from torch import nn
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import ClozeReader, OptimizerName
 from attentive_reader.models.output import ReaderOutput
+from attentive_reader.nn.answer import AnswerLayerName
 from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
 from attentive_reader.nn.encoders import RnnName, SequenceEncoder
+from attentive_reader.nn.masking import masked_softmax
 
 
 class ImpatientReader(ClozeReader):
@@ -25,7 +27,9 @@ class ImpatientReader(ClozeReader):
     and then::
 
         g = tanh(W_rg r(|q|) + W_qg u)
-        p(a | d, q) = softmax over the candidate entities of W_a g
+        p(a | d, q) = softmax over the candidate entities of W_a g   (answer_layer="output")
+                    | ... of (W g + c) . E[@entity_a]                    (answer_layer="tied")
+                    | sum_{t: d_t = a} s(|q|, t), renormalised           (answer_layer="pointer")
 
     ``r(0)`` is a learned vector. That is ``scorer="additive"`` (the paper's, the default):
     its query side is ``W_q [r(i-1); y_q(i)] = W_rm r(i-1) + W_qm y_q(i)``. With ``dot``,
@@ -45,10 +49,15 @@ class ImpatientReader(ClozeReader):
         rnn: ``lstm`` or ``gru`` for both encoders.
         scorer: ``additive`` (the paper's), ``dot``, ``cosine`` or ``bilinear``.
         attention_dim: hidden size of ``m(i, t)`` for the additive scorer (default ``2h``).
+        answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer`` (the
+            attention of each example's last query token, summed per entity).
+        query_match: add the bit "this token also occurs in the query / the context" to
+            every token's embedding (see ``ClozeReader``).
         word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: default optimiser (``sgd``, ``adam``, ``rmsprop``).
+        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
         lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty of the default optimiser.
+        weight_decay: L2 penalty.
+        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
 
     def __init__(
@@ -62,19 +71,24 @@ class ImpatientReader(ClozeReader):
         rnn: RnnName = "lstm",
         scorer: ScorerName = "additive",
         attention_dim: int | None = None,
+        answer_layer: AnswerLayerName = "tied",
+        query_match: bool = False,
         word_vectors: str | None = None,
-        optimizer: OptimizerName = "sgd",
+        optimizer: OptimizerName = "adam",
         lr: float | None = None,
         weight_decay: float = 0.0,
+        optimizer_options: dict[str, float] | None = None,
     ) -> None:
         super().__init__(
             vocab_size,
             num_entities,
             embedding_dim=embedding_dim,
+            query_match=query_match,
             word_vectors=word_vectors,
             optimizer=optimizer,
             lr=lr,
             weight_decay=weight_decay,
+            optimizer_options=optimizer_options,
         )
         if scorer not in SCORER_NAMES:
             raise ValueError(f"scorer must be one of {', '.join(SCORER_NAMES)}, got {scorer!r}")
@@ -82,10 +96,10 @@ class ImpatientReader(ClozeReader):
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.dropout = nn.Dropout(dropout)
         self.document_encoder = SequenceEncoder(
-            embedding_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
         )
         self.query_encoder = SequenceEncoder(
-            embedding_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
         )
         states = self.document_encoder.output_dim  # 2h
         if scorer == "additive":
@@ -97,9 +111,10 @@ class ImpatientReader(ClozeReader):
             self.scorer = build_scorer(scorer, states, states)
         self.initial_read = nn.Parameter(torch.zeros(states))  # r(0)
         self.recurrent_proj = nn.Linear(states, states, bias=False)  # W_rr
-        self.read_proj = nn.Linear(states, states, bias=False)  # W_rg
-        self.query_proj = nn.Linear(states, states)  # W_qg (and the bias)
-        self.output = nn.Linear(states, num_entities)  # W_a
+        self.build_answer_layer(answer_layer, states, ("output", "tied", "pointer"))
+        if answer_layer != "pointer":
+            self.read_proj = nn.Linear(states, states, bias=False)  # W_rg
+            self.query_proj = nn.Linear(states, states)  # W_qg (and the bias)
 
     def forward(self, batch: ClozeBatch) -> ReaderOutput:
         """Read a batch.
@@ -108,11 +123,12 @@ class ImpatientReader(ClozeReader):
             ``ReaderOutput`` with ``logits`` (b, e) and ``attention`` (b, m, n): row ``i`` is
             ``s(i)``; rows of padded query positions are all 0.
         """
-        document = self.dropout(self.embedding(batch.context))  # (b, n, d)
-        query = self.dropout(self.embedding(batch.query))  # (b, m, d)
+        document, query = self.embed(batch, self.dropout)  # (b, n, d'), (b, m, d')
         y_d, _ = self.document_encoder(document, batch.context_mask)  # (b, n, 2h)
         y_q, u = self.query_encoder(query, batch.query_mask)  # (b, m, 2h), (b, 2h)
         r = self.initial_read.to(y_d.dtype).expand(y_d.shape[0], -1)  # (b, 2h)
+        last_scores = y_d.new_zeros(y_d.shape[:2])  # (b, n) scores of the last real step
+        last_weights = y_d.new_zeros(y_d.shape[:2])  # (b, n) its attention
         attention = []
         for i in range(y_q.shape[1]):
             step = batch.query_mask[:, i]  # (b,) True where token i is real
@@ -121,12 +137,19 @@ class ImpatientReader(ClozeReader):
                 step_query = self.step_query(step_query)  # (b, 2h)
             # Masking the whole row of a padded step gives it all-zero weights.
             mask = batch.context_mask & step.unsqueeze(-1)  # (b, n)
-            s = self.scorer(y_d, step_query, mask)  # (b, n)
+            scores = self.scorer.score(y_d, step_query)  # (b, n)
+            s = masked_softmax(scores, mask)  # (b, n)
+            last_scores = torch.where(step.unsqueeze(-1), scores, last_scores)  # (b, n)
+            last_weights = torch.where(step.unsqueeze(-1), s, last_weights)  # (b, n)
             r_next = torch.bmm(s.unsqueeze(1), y_d).squeeze(1) + torch.tanh(
                 self.recurrent_proj(r)
             )  # (b, 2h)
             r = torch.where(step.unsqueeze(-1), r_next, r)  # (b, 2h)
             attention.append(s)
+        attention = torch.stack(attention, dim=1)  # (b, m, n)
+        if self.answer_layer == "pointer":
+            logits = self.answer_scores(batch, token_scores=last_scores)  # (b, e)
+            return ReaderOutput(logits=logits, attention=attention)
         g = torch.tanh(self.read_proj(r) + self.query_proj(u))  # (b, 2h)
-        logits = self.answer_logits(self.output(g), batch.candidates)  # (b, e)
-        return ReaderOutput(logits=logits, attention=torch.stack(attention, dim=1))  # (b, m, n)
+        logits = self.answer_scores(batch, g=g, weights=last_weights)  # (b, e)
+        return ReaderOutput(logits=logits, attention=attention)

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from attentive_reader.errors import UserError
-from attentive_reader.models.base import ClozeReader
+from attentive_reader.models.base import ClozeReader, upgrade_hyper_parameters, upgrade_state_dict
 
 
 def reader_class_path(checkpoint: dict) -> str | None:
@@ -57,6 +57,7 @@ def load_reader(path: str | Path, map_location: str | torch.device = "cpu") -> C
         for key, value in (checkpoint.get("hyper_parameters") or {}).items()
         if not key.startswith("_")  # the CLI's _class_path / _instantiator
     }
-    reader = reader_class(**hyper_parameters)
+    reader = reader_class(**upgrade_hyper_parameters(hyper_parameters))
+    upgrade_state_dict(checkpoint["state_dict"])
     reader.load_state_dict(checkpoint["state_dict"])
     return reader.to(map_location).eval()

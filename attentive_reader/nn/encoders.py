@@ -89,6 +89,11 @@ class SequenceEncoder(nn.Module):
             and the backward state at the first token (top layer). Sequences without any real
             token get zeros in both.
         """
+        if _cpu_rnn_without_bf16(inputs):
+            # oneDNN has no bf16 LSTM/GRU on CPUs without bf16 instructions (e.g. AVX2-only):
+            # under bf16 autocast the recurrent cells run in float32 there instead of failing.
+            with torch.autocast("cpu", enabled=False):
+                return self.forward(inputs.float(), mask)
         lengths = mask.sum(dim=1)  # (b,)
         keep = mask.unsqueeze(-1)  # (b, n, 1)
         reverse = _reverse_index(lengths, inputs.shape[1]).unsqueeze(-1)  # (b, n, 1)
@@ -111,6 +116,15 @@ class SequenceEncoder(nn.Module):
             final = torch.cat([final, states[:, 0, h:]], dim=-1)  # (b, 2h) + first backward
         final = torch.where((lengths > 0).unsqueeze(-1), final, 0.0)  # (b, o)
         return states, final
+
+
+def _cpu_rnn_without_bf16(inputs: Tensor) -> bool:
+    """Whether bf16 autocast is on for a CPU tensor on a CPU whose oneDNN lacks bf16 RNNs."""
+    if inputs.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
+        return False
+    if torch.get_autocast_dtype("cpu") != torch.bfloat16:
+        return False
+    return not torch.ops.mkldnn._is_mkldnn_bf16_supported()
 
 
 def _reverse_index(lengths: Tensor, n: int) -> Tensor:

@@ -62,15 +62,32 @@ def test_vocabulary_comes_from_the_train_split(path):
 
 
 def test_encoded_examples_hold_entity_numbers(path):
-    dm = ClozeDataModule(path, num_entities=5, permute_entities=False)
+    dm = ClozeDataModule(path, num_entities=5, entity_ids="first_occurrence")
     ex = dm.dataset("train").examples[1]
     assert ex.id == "ex1" and ex.answer == 0
     assert list(ex.candidates) == [0, 2, 1]
     assert dm.vocab.decode(ex.query) == ["@placeholder", "sued", "@entity2"]
 
 
-def test_marker_beyond_num_entities_names_example_and_option(path):
-    dm = ClozeDataModule(path, num_entities=2)
+def test_num_entities_defaults_to_what_the_data_needs(path):
+    # The fixture's largest marker is @entity2.
+    assert ClozeDataModule(path).num_entities == 3
+    assert ClozeDataModule(path, num_entities=527).num_entities == 527
+
+
+def test_too_few_entity_ids_name_both_numbers_and_the_option(path):
+    with pytest.raises(UserError, match=r"needs 3 entity ids .*@entity2.*num_entities is 2"):
+        ClozeDataModule(path, num_entities=2)
+
+
+def test_bad_entity_id_policy():
+    with pytest.raises(ValueError, match="entity_ids must be one of permute, first_occurrence"):
+        ClozeDataModule("unused", entity_ids="shuffle")
+
+
+def test_marker_beyond_a_stored_vocabulary_names_example_and_option(path, tmp_path):
+    Vocabulary(["met"], num_entities=2).save(tmp_path / "vocab.json")
+    dm = ClozeDataModule(path, vocab=str(tmp_path / "vocab.json"))
     with pytest.raises(UserError, match=r"example ex1: @entity2 .*--data.num_entities 3"):
         dm.setup("fit")
 
@@ -99,7 +116,7 @@ def test_training_permutation_is_a_consistent_seeded_relabelling(path):
 def test_no_permutation_in_evaluation_or_when_switched_off(path):
     dm = ClozeDataModule(path, num_entities=50)
     assert dm.dataset("validation")[(3, 0)] is dm.dataset("validation").examples[0]
-    dm_off = ClozeDataModule(path, num_entities=50, permute_entities=False)
+    dm_off = ClozeDataModule(path, num_entities=50, entity_ids="first_occurrence")
     assert dm_off.dataset("train")[(3, 1)] is dm_off.dataset("train").examples[1]
 
 
@@ -119,7 +136,7 @@ def test_training_batches_are_permuted_per_epoch(path):
 
 
 def test_truncation_is_recorded_and_keeps_candidates(path):
-    dm = ClozeDataModule(path, num_entities=5, max_context_tokens=3, permute_entities=False)
+    dm = ClozeDataModule(path, num_entities=5, max_context_tokens=3, entity_ids="first_occurrence")
     dm.setup("fit")
     batch = next(iter(dm.val_dataloader()))
     assert batch.context.shape[1] == 3 and batch.truncated.tolist() == [True]

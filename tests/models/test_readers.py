@@ -20,7 +20,9 @@ from attentive_reader.models import (
 from .batches import make_batch, random_batch
 
 VOCAB, ENTITIES = 60, 10
-TINY = {"embedding_dim": 12, "hidden_dim": 12, "dropout": 0.0}
+# The contract tests below use the paper's output layer (its bias is pushed around);
+# tests/models/test_answer_layers.py runs every reader with every answer layer.
+TINY = {"embedding_dim": 12, "hidden_dim": 12, "dropout": 0.0, "answer_layer": "output"}
 
 READERS = {
     "attentive-additive-paper": lambda: AttentiveReader(
@@ -97,7 +99,7 @@ def test_non_candidates_are_never_predicted(name):
     batch = random_batch(num_examples=8, vocab_size=VOCAB, num_entities=ENTITIES, seed=3)
     with torch.no_grad():
         # Push every entity id that is a non-candidate somewhere to the top of the raw scores.
-        reader.output.bias.copy_(torch.where(batch.candidates.all(0), 0.0, 1e4))
+        reader.answer.bias.copy_(torch.where(batch.candidates.all(0), 0.0, 1e4))
         logits = reader(batch).logits
     minimum = torch.finfo(logits.dtype).min
     assert (logits[~batch.candidates] == minimum).all()
@@ -217,11 +219,39 @@ def test_constructor_validates(arguments, message):
         AttentiveReader(VOCAB, ENTITIES, **arguments)
 
 
-def test_default_optimizers():
-    sgd = AttentiveReader(VOCAB, ENTITIES).configure_optimizers()
+def test_the_optimizer_comes_from_the_reader_arguments():
+    adam = AttentiveReader(VOCAB, ENTITIES).configure_optimizers()
+    assert isinstance(adam, torch.optim.Adam) and adam.defaults["lr"] == 1e-3
+    sgd = AttentiveReader(VOCAB, ENTITIES, optimizer="sgd").configure_optimizers()
     assert isinstance(sgd, torch.optim.SGD) and sgd.defaults["lr"] == 0.1
-    adam = AttentiveReader(VOCAB, ENTITIES, optimizer="adam", lr=0.005).configure_optimizers()
-    assert isinstance(adam, torch.optim.Adam) and adam.defaults["lr"] == 0.005
+    rmsprop = AttentiveReader(
+        VOCAB,
+        ENTITIES,
+        optimizer="rmsprop",
+        lr=5e-5,
+        weight_decay=0.01,
+        optimizer_options={"alpha": 0.95, "momentum": 0.9},
+    ).configure_optimizers()
+    assert isinstance(rmsprop, torch.optim.RMSprop)
+    assert {k: rmsprop.defaults[k] for k in ("lr", "alpha", "momentum", "weight_decay")} == {
+        "lr": 5e-5,
+        "alpha": 0.95,
+        "momentum": 0.9,
+        "weight_decay": 0.01,
+    }
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"lr": 0.1}, "may not set lr"),
+        ({"betas": [0.9, 0.99]}, "do not fit rmsprop"),
+        ({"alpha": -1.0}, "do not fit rmsprop"),
+    ],
+)
+def test_bad_optimizer_options_fail_at_construction(options, message):
+    with pytest.raises(ValueError, match=message):
+        AttentiveReader(VOCAB, ENTITIES, optimizer="rmsprop", optimizer_options=options)
 
 
 def test_word_vectors_through_the_method(tmp_path):

@@ -1,0 +1,250 @@
+"""Learning curves of the shipped reader configs, with the entity permutation on.
+
+Trains every shipped default reader config (or those given) through the Lightning CLI, exactly
+as ``attentive-reader fit --config configs/NAME.yaml`` does, on a processed dataset (``--data``)
+or on a synthetic corpus generated and preprocessed here (``--stories``, ``--seed``,
+``--shape``), and prints validation accuracy after every epoch beside the frequency and
+word-distance baselines of the same validation split. ``--num-entities`` widens the entity-id
+block the per-example permutation draws from (CNN needs 527 ids), so a small corpus is read
+with the id range of a real one.
+
+``--plateau`` adds the answer-layer comparison: the Attentive Reader config with the paper's
+output matrix, the tied layer and the attention sum (``--model.answer_layer output | tied |
+pointer``), each with and without the query-match bit, at the same id range.
+
+    python scripts/learning_curves.py --stories 1500 --shape compact --epochs 5 \
+        --num-entities 600 --plateau --output curves.json
+
+Everything runs on the CPU with one torch thread unless ``--threads`` says otherwise. Writes the
+curves, the baselines, the CPU model and the settings as JSON with ``--output``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+DEFAULT_READERS = (
+    "attentive_reader",
+    "impatient_reader",
+    "deep_lstm_reader",
+    "uniform_reader",
+    "hard_attention_reader",
+    "gaussian_glimpse_reader",
+    "transformer_glimpse_reader",
+)
+PLATEAU = (
+    ("output", False),
+    ("tied", False),
+    ("pointer", False),
+    ("output", True),
+    ("tied", True),
+    ("pointer", True),
+)
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), or what ``platform`` says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def generate(out: Path, stories: int, seed: int, shape: str) -> Path:
+    """Write a synthetic corpus and preprocess it with its entity ruler; return the dataset."""
+    corpus, data = out / "corpus", out / "data"
+    synth = ["synth", str(corpus), "--stories", str(stories), "--seed", str(seed)]
+    if shape == "compact":
+        synth.append("--compact")
+    _attentive_reader(synth)
+    _attentive_reader(
+        [
+            "preprocess",
+            str(corpus / "stories"),
+            "--url-lists",
+            str(corpus / "url_lists"),
+            "--spacy-model",
+            str(corpus / "entity_ruler"),
+            "--output",
+            str(data),
+            "--quiet",
+        ]
+    )
+    return data
+
+
+def _attentive_reader(argv: list[str]) -> None:
+    command = [sys.executable, "-m", "attentive_reader.cli", *argv]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+
+def baselines(data: Path, split: str = "validation") -> dict[str, float]:
+    """Accuracy of the paper's non-neural baselines on ``split`` of ``data``."""
+    import datasets
+
+    from attentive_reader.corpus.records import ClozeExample
+    from attentive_reader.eval.report import baseline_predictions
+
+    examples = [ClozeExample.from_row(row) for row in datasets.load_from_disk(str(data))[split]]
+    predictions = baseline_predictions(examples)
+    return {
+        name: sum(p == ex.answer for p, ex in zip(marks, examples)) / len(examples)
+        for name, marks in predictions.items()
+    }
+
+
+def train(config: Path, data: Path, out: Path, epochs: int, seed: int, extra: list[str]) -> dict:
+    """Fit ``config`` on ``data`` for ``epochs``; validation accuracy and loss per epoch."""
+    from attentive_reader.commands.train import run_cli
+
+    started = time.perf_counter()
+    run_cli(
+        [
+            "fit",
+            "--config",
+            str(config),
+            "--data.path",
+            str(data),
+            "--seed_everything",
+            str(seed),
+            "--data.seed",
+            str(seed),
+            "--trainer.max_epochs",
+            str(epochs),
+            "--trainer.default_root_dir",
+            str(out),
+            "--trainer.enable_progress_bar",
+            "false",
+            "--trainer.enable_model_summary",
+            "false",
+            "--trainer.num_sanity_val_steps",
+            "0",
+            "--trainer.logger.class_path",
+            "pytorch_lightning.loggers.CSVLogger",
+            "--trainer.logger.init_args.save_dir",
+            str(out),
+            "--trainer.logger.init_args.name",
+            "curve",
+            *extra,
+        ]
+    )
+    seconds = time.perf_counter() - started
+    metrics = sorted((out / "curve").glob("version_*/metrics.csv"))[-1]
+    accuracy: dict[int, float] = {}
+    loss: dict[int, float] = {}
+    with metrics.open() as handle:
+        for row in csv.DictReader(handle):
+            if row.get("val_acc"):
+                accuracy[int(row["epoch"])] = float(row["val_acc"])
+            if row.get("train_loss_epoch"):
+                loss[int(row["epoch"])] = float(row["train_loss_epoch"])
+    return {
+        "val_acc": [accuracy[k] for k in sorted(accuracy)],
+        "train_loss": [loss[k] for k in sorted(loss)],
+        "seconds": round(seconds, 1),
+    }
+
+
+def table(title: str, rows: dict[str, dict], base: dict[str, float], epochs: int) -> str:
+    """A Markdown table: one row per run, validation accuracy per epoch, then the baselines."""
+    head = ["run", *(f"epoch {k + 1}" for k in range(epochs)), "time"]
+    lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for name, run in rows.items():
+        cells = [f"{a:.3f}" for a in run["val_acc"]] + [""] * (epochs - len(run["val_acc"]))
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {run['seconds']:.0f} s |")
+    for name, value in base.items():
+        lines.append(f"| {name} (baseline) | {value:.3f} |" + " |" * epochs)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", help="a processed dataset (default: generate one)")
+    parser.add_argument("--stories", type=int, default=1500, help="stories to generate")
+    parser.add_argument("--seed", type=int, default=1, help="corpus seed (generated data)")
+    parser.add_argument("--shape", choices=("compact", "default"), default="compact")
+    parser.add_argument("--readers", nargs="+", default=list(DEFAULT_READERS), metavar="NAME")
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--train-seeds", type=int, nargs="+", default=[0], metavar="S")
+    parser.add_argument(
+        "--num-entities", type=int, default=600, help="entity ids (0: what the data needs)"
+    )
+    parser.add_argument("--plateau", action="store_true", help="add the answer-layer table")
+    parser.add_argument("--no-readers", action="store_true", help="only the plateau table")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--work-dir", help="where runs go (default: a temporary folder)")
+    parser.add_argument("--output", help="write the figures as JSON here")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(args.work_dir or scratch)
+        data = (
+            Path(args.data)
+            if args.data
+            else generate(work / "generated", args.stories, args.seed, args.shape)
+        )
+        base = baselines(data)
+        extra = ["--data.num_entities", str(args.num_entities)] if args.num_entities else []
+        readers: dict[str, dict] = {}
+        plateau: dict[str, dict] = {}
+        for seed in args.train_seeds:
+            suffix = f" (seed {seed})" if len(args.train_seeds) > 1 else ""
+            for name in [] if args.no_readers else args.readers:
+                config = CONFIGS / f"{name}.yaml" if not name.endswith(".yaml") else Path(name)
+                run = train(config, data, work / f"{config.stem}-{seed}", args.epochs, seed, extra)
+                readers[config.stem + suffix] = run
+                print(config.stem + suffix, run, flush=True)
+            for layer, match in PLATEAU if args.plateau else ():
+                name = f"answer_layer={layer}, query_match={str(match).lower()}{suffix}"
+                options = ["--model.answer_layer", layer, "--model.query_match", str(match)]
+                run = train(
+                    CONFIGS / "attentive_reader.yaml",
+                    data,
+                    work / f"plateau-{layer}-{match}-{seed}",
+                    args.epochs,
+                    seed,
+                    [*extra, *options],
+                )
+                plateau[name] = run
+                print(name, run, flush=True)
+
+    ids = args.num_entities or "the data's own"
+    print(f"\nCPU: {cpu_model()}; {args.threads} torch thread(s); entity ids: {ids}, permuted")
+    if readers:
+        print("\n" + table("Shipped configs: validation accuracy", readers, base, args.epochs))
+    if plateau:
+        print("\n" + table("Answer layers (attentive_reader.yaml)", plateau, base, args.epochs))
+    if args.output:
+        figures = {
+            "cpu": cpu_model(),
+            "threads": args.threads,
+            "data": str(data) if args.data else None,
+            "generated": None if args.data else vars(args) | {"data": None},
+            "num_entities": args.num_entities,
+            "epochs": args.epochs,
+            "baselines": base,
+            "readers": readers,
+            "plateau": plateau,
+        }
+        Path(args.output).write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
