@@ -437,6 +437,8 @@ def build_reader(entry: Entry, settings: Settings, vocab_size: int, num_entities
 
     init = dict(entry.init)
     init.setdefault("hidden_dim", settings.hidden_dim)
+    # The plain reference reader answers with an output matrix: compare like with like.
+    init.setdefault("answer_layer", "output")
     return getattr(models, entry.reader)(
         vocab_size,
         num_entities,

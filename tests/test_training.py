@@ -106,6 +106,15 @@ def test_fit_writes_checkpoints_vocab_and_config_and_load_reader_round_trips(toy
     assert (checkpoints / "last.ckpt").is_file() and len(best) == 1
     assert (checkpoints.parent / "config.yaml").is_file()
     assert not (run_dir / "config.yaml").exists()
+    # The optimiser is recorded once, as reader arguments: in config.yaml and the checkpoint.
+    config = yaml.safe_load((checkpoints.parent / "config.yaml").read_text())
+    assert "optimizer" not in config and "lr_scheduler" not in config
+    assert {k: config["model"]["init_args"][k] for k in ("optimizer", "lr")} == {
+        "optimizer": "adam",
+        "lr": 0.001,
+    }
+    stored = torch.load(best[0], weights_only=True)["hyper_parameters"]
+    assert (stored["optimizer"], stored["lr"], stored["answer_layer"]) == ("adam", 0.001, "pointer")
 
     # The vocabulary: in the checkpoint and beside it, equal to the data's.
     vocab = Vocabulary.load(checkpoints / "vocab.json")
@@ -241,3 +250,29 @@ def test_a_second_fit_on_a_run_folder_in_use_stops_before_writing(
     first.kill()
     first.wait()
     assert cli_main(args) == 0 and (version / "config.yaml").is_file()
+
+
+def test_the_cli_optimizer_block_is_refused_with_the_reader_arguments_named(toy, run_dir, capsys):
+    argv = ["fit", "--config", str(BASE), *fit_args(toy), "--optimizer", "torch.optim.Adam"]
+    assert cli_main(argv) == 2
+    error = capsys.readouterr().err
+    assert "--optimizer: the optimiser is a reader argument" in error
+    assert "--model.optimizer sgd|adam|rmsprop" in error and "Traceback" not in error
+    assert not (run_dir / "runs").exists()
+
+
+def test_every_shipped_reader_config_permutes_entity_ids_and_the_demo_keeps_it():
+    """Issue 11: the default configs learn under the paper's permutation; no piece turns it
+    off, and no config fixes the entity-id count (it comes from the data)."""
+    for config in CONFIGS:
+        data = (yaml.safe_load(config.read_text()) or {}).get("data") or {}
+        assert "num_entities" not in data and "permute_entities" not in data, config
+        if config in READER_CONFIGS:
+            assert data["entity_ids"] == "permute", config
+        else:
+            assert data.get("entity_ids", "permute") == "permute", config
+    for config in READER_CONFIGS:
+        model = yaml.safe_load(config.read_text())["model"]["init_args"]
+        paper = config.stem.endswith("_paper")
+        assert (model["answer_layer"] == "output") == paper, config
+        assert bool(model.get("query_match", False)) != paper, config

@@ -152,6 +152,13 @@ def model_predictions(
         "sha256": sha256_of(ckpt),
         "reader": f"{type(reader).__module__}.{type(reader).__qualname__}",
         "hyper_parameters": {k: v for k, v in reader.hparams.items() if not k.startswith("_")},
+        # What trained the reader (its own arguments, with the learning rate resolved).
+        "optimizer": {
+            "name": reader.optimizer_name,
+            "lr": reader.lr,
+            "weight_decay": reader.weight_decay,
+            **reader.optimizer_options,
+        },
         "max_context_tokens": datamodule.max_context_tokens,
         "seconds": round(time.perf_counter() - started, 3),
     }

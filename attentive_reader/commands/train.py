@@ -82,6 +82,13 @@ def run_cli(argv: list[str]) -> ReaderCLI:
     """
     if not argv or argv[0] not in SUBCOMMANDS:
         raise UserError(f"the first argument must be one of {', '.join(SUBCOMMANDS)}")
+    for arg in argv:
+        if arg.split("=", 1)[0].split(".", 1)[0] in ("--optimizer", "--lr_scheduler"):
+            raise UserError(
+                f"{arg}: the optimiser is a reader argument here, recorded in the checkpoint: "
+                "use --model.optimizer sgd|adam|rmsprop, --model.lr, --model.weight_decay and "
+                "--model.optimizer_options '{momentum: 0.9}' (a config's model.init_args)"
+            )
     with warnings.catch_warnings():
         # The console entry passes sys.argv[1:] as ``args``; Lightning warns about having both.
         warnings.filterwarnings("ignore", message="LightningCLI's args parameter")

@@ -200,11 +200,17 @@ class ClozeReader(pl.LightningModule):
         return self.answer_logits(scores, batch.candidates)
 
     def read_embeddings(self, batch: ClozeBatch, weights: Tensor) -> Tensor | None:
-        """``sum_t w(t) E[d_t]``: the context's embeddings under attention ``weights`` (b, n),
-        or under several readings (b, s, n); ``None`` unless the answer layer is ``tied``."""
+        """``sum_{t: d_t is an entity} w(t) E[d_t]``: the context's entity-marker embeddings
+        under attention ``weights`` (b, n), or under several readings (b, s, n); ``None``
+        unless the answer layer is ``tied``."""
         if self.answer_layer != "tied":
             return None
-        embedded = self.embedding(batch.context)  # (b, n, d)
+        # Only the entity markers' embeddings: a reading that rests on a word adds nothing
+        # (and trains no word embedding towards the answer's marker).
+        entities = token_entities(
+            batch.context, batch.context_mask, Vocabulary.entity_offset, self.num_entities
+        )  # (b, n)
+        embedded = self.embedding(batch.context) * (entities >= 0).unsqueeze(-1)  # (b, n, d)
         if weights.dim() == 2:
             return torch.bmm(weights.unsqueeze(1).to(embedded.dtype), embedded).squeeze(1)
         return torch.bmm(weights.to(embedded.dtype), embedded)  # (b, s, d)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from torch import Tensor, nn
 
@@ -10,6 +12,8 @@ from attentive_reader.models.attentive import AttentiveReader, ReadoutName
 from attentive_reader.models.base import ClozeReader, OptimizerName
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.nn.answer import AnswerLayerName, check_answer_layer
+
+DeepLSTMOrder = Literal["document_first", "query_first"]
 from attentive_reader.nn.encoders import RnnName, SequenceEncoder
 
 
@@ -17,7 +21,9 @@ class DeepLSTMReader(ClozeReader):
     """Reads ``document ||| query`` as one sequence with a deep LSTM, without attention.
 
     The input ``x(t)`` is the document's real tokens, a learned delimiter vector, then the
-    query's real tokens. Layer ``k`` of the deep LSTM has skip connections from the input and
+    query's real tokens (``order="document_first"``), or the query first and then the
+    document (``order="query_first"``; Hermann et al. tried both: with the query first the
+    LSTM knows what it is looking for while it reads). Layer ``k`` of the deep LSTM has skip connections from the input and
     to the output (Hermann et al. 2015, eq. for the Deep LSTM Reader)::
 
         x'(t, k) = x(t) || y'(t, k-1)          (x'(t, 1) = x(t))
@@ -35,6 +41,7 @@ class DeepLSTMReader(ClozeReader):
         hidden_dim: hidden size ``h`` of each layer.
         num_layers: depth ``K`` of the LSTM.
         dropout: dropout on the embeddings and on each layer's output.
+        order: ``document_first`` (``document ||| query``) or ``query_first``.
         answer_layer: ``tied`` (the default) or ``output`` (the paper's); this reader has no
             token attention for ``pointer``.
         query_match: add the bit "this token also occurs in the query / the context" to
@@ -54,6 +61,7 @@ class DeepLSTMReader(ClozeReader):
         hidden_dim: int = 256,
         num_layers: int = 2,
         dropout: float = 0.1,
+        order: DeepLSTMOrder = "document_first",
         answer_layer: AnswerLayerName = "tied",
         query_match: bool = False,
         word_vectors: str | None = None,
@@ -75,6 +83,9 @@ class DeepLSTMReader(ClozeReader):
         )
         if num_layers < 1:
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
+        if order not in ("document_first", "query_first"):
+            raise ValueError(f"order must be 'document_first' or 'query_first', got {order!r}")
+        self.order = order
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.dropout = nn.Dropout(dropout)
@@ -96,7 +107,11 @@ class DeepLSTMReader(ClozeReader):
             ``ReaderOutput`` with ``logits`` (b, e) and no attention.
         """
         document, query = self.embed(batch, self.dropout)  # (b, n, d'), (b, m, d')
-        x, mask = self.join(document, batch.context_mask, query, batch.query_mask)  # (b, T, d)
+        if self.order == "document_first":
+            x, mask = self.join(document, batch.context_mask, query, batch.query_mask)
+        else:
+            x, mask = self.join(query, batch.query_mask, document, batch.context_mask)
+        # x: (b, T, d'), mask: (b, T)
         finals = []
         previous: Tensor | None = None
         for layer in self.layers:

@@ -18,7 +18,8 @@ from torch import Tensor, nn
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import ClozeReader, OptimizerName
 from attentive_reader.models.output import ReaderOutput
-from attentive_reader.nn.answer import AnswerLayerName
+from attentive_reader.data.vocab import Vocabulary
+from attentive_reader.nn.answer import AnswerLayerName, pointer_scores, token_entities
 from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
 from attentive_reader.nn.encoders import RnnName, SequenceEncoder
 from attentive_reader.nn.masking import masked_log_softmax, masked_softmax
@@ -56,6 +57,7 @@ class HardAttentionReader(ClozeReader):
         CE(p, answer)                                   (trains encoders and read-out)
         - (R - b) log pi(t_1..k)                        (REINFORCE; R, b detached)
         + value_weight * (V - R)^2                      (baseline="learned" only)
+        - policy_supervision * log sum_{t: d_t = answer} pi(t) / sum_{t: d_t is an entity} pi(t)
         - entropy_bonus * entropy_decay^step * H(pi)    (entropy bonus)
 
     where ``R`` is ``log p(answer)`` (``reward="log_likelihood"``) or ``1[correct]``
@@ -100,6 +102,10 @@ class HardAttentionReader(ClozeReader):
         selection: ``reinforce`` (score-function estimator) or ``gumbel``
             (straight-through Gumbel-softmax, a differentiable control).
         gumbel_temperature: the Gumbel-softmax temperature.
+        policy_supervision: weight of an extra policy loss, ``-log`` of the policy's mass on
+            the answer's mentions among the entity mentions (0: off, pure REINFORCE). For
+            ``k = 1`` it is the exact gradient of "the selection lands on the answer", which
+            REINFORCE only estimates from ``num_samples`` draws.
         answer_layer: ``tied`` (the default) or ``output`` (the paper's); ``pointer`` would
             answer with the soft policy and make this a soft reader.
         query_match: add the bit "this token also occurs in the query / the context" to
@@ -136,6 +142,7 @@ class HardAttentionReader(ClozeReader):
         eval_samples: int = 8,
         selection: SelectionName = "reinforce",
         gumbel_temperature: float = 1.0,
+        policy_supervision: float = 0.0,
         answer_layer: AnswerLayerName = "tied",
         query_match: bool = False,
         word_vectors: str | None = None,
@@ -180,6 +187,9 @@ class HardAttentionReader(ClozeReader):
             raise ValueError(f"value_weight must be >= 0, got {value_weight}")
         if gumbel_temperature <= 0:
             raise ValueError(f"gumbel_temperature must be > 0, got {gumbel_temperature}")
+        if policy_supervision < 0:
+            raise ValueError(f"policy_supervision must be >= 0, got {policy_supervision}")
+        self.policy_supervision = policy_supervision
         self.k = k
         self.replacement = replacement
         self.num_samples = num_samples
@@ -272,6 +282,7 @@ class HardAttentionReader(ClozeReader):
             "sample_logits": sample_logits,  # (b, s, e)
             "samples_selected": positions,  # (b, s, k)
             "entropy": policy_entropy(log_policy, mask),  # (b,)
+            "policy_scores": scores,  # (b, n) the policy's unnormalised log-weights
         }
         if self.value_head is not None:
             lengths = mask.sum(1, keepdim=True).clamp_min(1).to(y_d.dtype)  # (b, 1)
@@ -313,6 +324,25 @@ class HardAttentionReader(ClozeReader):
         loss = ce
         size = len(batch)
         logged: dict[str, Tensor | float] = {"ce": ce.detach()}
+        if self.policy_supervision > 0:
+            # -log P(a selection lands on the answer's mention | it lands on an entity): the
+            # attention-sum likelihood of the policy, the exact gradient for k = 1.
+            landing = self.answer_logits(
+                pointer_scores(
+                    extras["policy_scores"],
+                    token_entities(
+                        batch.context,
+                        batch.context_mask,
+                        Vocabulary.entity_offset,
+                        self.num_entities,
+                    ),
+                    self.num_entities,
+                ),
+                batch.candidates,
+            )  # (b, e)
+            supervision = F.cross_entropy(landing, batch.answer)
+            loss = loss + self.policy_supervision * supervision
+            logged["policy_supervision_loss"] = supervision.detach()
 
         if self.selection == "reinforce":
             baseline = self._baseline(reward, extras)  # broadcastable to (b, s)

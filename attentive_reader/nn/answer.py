@@ -7,8 +7,8 @@ embedding size, ``e`` number of entity ids.
 - ``tied``: ``(W g + c + x / sqrt(d)) . E[@entity_k]``: every entity id is scored against the embedding
   of its own marker through one shared projection, so relabelling the entity ids (and their
   embeddings with them) permutes the scores and changes nothing else. ``x`` is what the
-  reader's attention read of the *embeddings* (``sum_t s(t) E[d_t]``; 0 for readers without
-  token attention): when the attention rests on an entity's mention, ``x . E[@entity_k]`` is
+  reader's attention read of the entity markers' *embeddings* (``sum_{t: d_t is an entity}
+  s(t) E[d_t]``; 0 for readers without token attention): when the attention rests on an entity's mention, ``x . E[@entity_k]`` is
   largest for that entity, with nothing to learn, so the tied layer learns as fast as the
   attention does.
 - ``pointer``: the attention sum of Kadlec et al. (2016, the AS Reader):
@@ -77,8 +77,9 @@ class TiedAnswer(nn.Module):
         """
         query = self.proj(g)  # (b, d)
         if read is not None:
-            query = query + read.to(query.dtype) / math.sqrt(read.shape[-1])
-        return query @ entity_embeddings.to(query.dtype).t()  # (b, e)
+            query = query + read.to(query.dtype)
+        scale = 1.0 / math.sqrt(entity_embeddings.shape[-1])
+        return scale * (query @ entity_embeddings.to(query.dtype).t())  # (b, e)
 
 
 def token_entities(context: Tensor, mask: Tensor, entity_offset: int, num_entities: int) -> Tensor:

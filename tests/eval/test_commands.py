@@ -16,10 +16,12 @@ from attentive_reader.eval.report import build_report
 pytestmark = pytest.mark.slow
 
 
-def _fit_one_step(reader_class, datamodule, path: Path) -> Path:
+def _fit_one_step(reader_class, datamodule, path: Path, **options) -> Path:
     import pytorch_lightning as pl
 
-    reader = reader_class(datamodule.vocab_size, datamodule.num_entities, 8, hidden_dim=8)
+    reader = reader_class(
+        datamodule.vocab_size, datamodule.num_entities, 8, hidden_dim=8, **options
+    )
     trainer = pl.Trainer(
         max_steps=1,
         limit_val_batches=0,
@@ -49,7 +51,14 @@ def toy_run(tmp_path_factory):
     pl.seed_everything(0, verbose=False)
     datamodule = ClozeDataModule(str(data), batch_size=8, num_entities=8)
     attentive = _fit_one_step(AttentiveReader, datamodule, root / "attentive.ckpt")
-    impatient = _fit_one_step(ImpatientReader, datamodule, root / "impatient.ckpt")
+    impatient = _fit_one_step(
+        ImpatientReader,
+        datamodule,
+        root / "impatient.ckpt",
+        optimizer="rmsprop",
+        lr=5e-5,
+        optimizer_options={"alpha": 0.95, "momentum": 0.9},
+    )
     return data, attentive, impatient
 
 
@@ -66,6 +75,12 @@ def test_evaluate_reports_every_example_once(toy_run, tmp_path, capsys):
     assert report["inputs"]["manifest"]["source"] == "toy"
     hashes = [c["sha256"] for c in report["inputs"]["checkpoints"]]
     assert len(hashes) == 2 and all(len(h) == 64 for h in hashes)
+    # The optimiser that trained each reader, with defaults resolved.
+    optimizers = [c["optimizer"] for c in report["inputs"]["checkpoints"]]
+    assert optimizers == [
+        {"name": "adam", "lr": 1e-3, "weight_decay": 0.0},
+        {"name": "rmsprop", "lr": 5e-5, "weight_decay": 0.0, "alpha": 0.95, "momentum": 0.9},
+    ]
     kinds = [(s["name"], s["kind"]) for s in report["systems"]]
     assert kinds[3:] == [(str(attentive), "model"), (str(impatient), "model")]
     for system in report["systems"]:

@@ -19,7 +19,7 @@ from attentive_reader.models.loading import load_reader
 from tests.models.batches import random_batch
 
 VOCAB, ENTITIES = 60, 10
-SMALL = {"embedding_dim": 12, "hidden_dim": 8, "dropout": 0.0}
+SMALL = {"embedding_dim": 12, "hidden_dim": 8, "dropout": 0.0, "answer_layer": "output"}
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "hard_attention_reader.yaml"
 VARIANCE_SCRIPT = ROOT / "scripts" / "policy_gradient_variance.py"
@@ -295,15 +295,36 @@ def test_cli_fast_dev_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert status == 0
 
 
+# Issue 4's setting (the paper's output layer over 8 permuted ids, pure REINFORCE), and the
+# shipped config's answer path over 100 permuted ids (tied layer reading the selected marker,
+# 0/1 reward, the policy's attention-sum term).
+SETTINGS = {
+    "output-8-ids": (8, {"answer_layer": "output"}),
+    "shipped-100-ids": (
+        100,
+        {
+            "answer_layer": "tied",
+            "query_match": True,
+            "reward": "correct",
+            "policy_supervision": 1.0,
+        },
+    ),
+}
+
+
 @pytest.mark.slow
-def test_learns_the_toy_task_and_beats_its_untrained_selection(tmp_path: Path) -> None:
+@pytest.mark.parametrize("setting", SETTINGS)
+def test_learns_the_toy_task_and_beats_its_untrained_selection(
+    tmp_path: Path, setting: str
+) -> None:
     """Issue 4's done-when: >= 0.8 test accuracy on the generated cloze task, well above the
     untrained reader and the trained read-out with uniformly random (untrained) selection."""
     path = write_toy_dataset(
         tmp_path / "toy", num_train=2000, num_validation=100, num_test=200, seed=0
     )
+    num_entities, options = SETTINGS[setting]
     pl.seed_everything(0, verbose=False)
-    data = ClozeDataModule(str(path), batch_size=32, num_entities=8, seed=0)
+    data = ClozeDataModule(str(path), batch_size=32, num_entities=num_entities, seed=0)
     data.setup("fit")
     model = HardAttentionReader(
         data.vocab_size,
@@ -313,6 +334,7 @@ def test_learns_the_toy_task_and_beats_its_untrained_selection(tmp_path: Path) -
         dropout=0.0,
         optimizer="adam",
         lr=3e-3,
+        **options,
     )
     trainer = pl.Trainer(
         max_epochs=6,

@@ -370,3 +370,20 @@ def test_word_vectors_load_when_fit_starts(tmp_path):
     weight = reader.embedding.weight.detach()
     assert torch.allclose(weight[5], torch.tensor([1.0, 2.0, 3.0]))
     assert torch.allclose(weight[6], torch.tensor([4.0, 5.0, 6.0]))
+
+
+def test_deep_lstm_reads_the_query_first_when_asked():
+    """order="query_first" joins query ||| document: the same tokens, the query's first."""
+    torch.manual_seed(0)
+    reader = DeepLSTMReader(VOCAB, ENTITIES, order="query_first", **TINY).eval()
+    batch = random_batch(num_examples=3, vocab_size=VOCAB, num_entities=ENTITIES, seed=4)
+    seen = []
+    reader.layers[0].register_forward_hook(lambda module, args, out: seen.append(args[0]))
+    with torch.no_grad():
+        reader(batch)
+    document = reader.embedding(batch.context)
+    query = reader.embedding(batch.query)
+    expected, _ = reader.join(query, batch.query_mask, document, batch.context_mask)
+    torch.testing.assert_close(seen[0], expected)
+    with pytest.raises(ValueError, match="order must be"):
+        DeepLSTMReader(VOCAB, ENTITIES, order="interleaved")
