@@ -12,9 +12,9 @@ from attentive_reader.models.attentive import AttentiveReader, ReadoutName
 from attentive_reader.models.base import ClozeReader, OptimizerName
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.nn.answer import AnswerLayerName, check_answer_layer
+from attentive_reader.nn.encoders import RnnName, SequenceEncoder
 
 DeepLSTMOrder = Literal["document_first", "query_first"]
-from attentive_reader.nn.encoders import RnnName, SequenceEncoder
 
 
 class DeepLSTMReader(ClozeReader):

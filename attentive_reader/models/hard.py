@@ -16,9 +16,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.base import ClozeReader, OptimizerName
 from attentive_reader.models.output import ReaderOutput
-from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.nn.answer import AnswerLayerName, pointer_scores, token_entities
 from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
 from attentive_reader.nn.encoders import RnnName, SequenceEncoder
