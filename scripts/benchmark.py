@@ -481,7 +481,7 @@ def run_train(settings: Settings, data: Path, vocab: Path, threads: int, say) ->
     from attentive_reader.data.datamodule import ClozeDataModule
 
     examples = (
-        ClozeDataModule(str(data), vocab=str(vocab), permute_entities=False)
+        ClozeDataModule(str(data), vocab=str(vocab), entity_ids="first_occurrence")
         .dataset("train")
         .examples
     )

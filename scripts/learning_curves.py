@@ -184,6 +184,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--num-entities", type=int, default=600, help="entity ids (0: what the data needs)"
     )
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="ARG",
+        help="extra fit arguments for every run, e.g. --set=--model.lr=0.003",
+    )
     parser.add_argument("--plateau", action="store_true", help="add the answer-layer table")
     parser.add_argument("--no-readers", action="store_true", help="only the plateau table")
     parser.add_argument("--threads", type=int, default=1)
@@ -201,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         base = baselines(data)
         extra = ["--data.num_entities", str(args.num_entities)] if args.num_entities else []
+        extra += args.set
         readers: dict[str, dict] = {}
         plateau: dict[str, dict] = {}
         for seed in args.train_seeds:

@@ -4,7 +4,7 @@ Letters: ``b`` batch, ``n`` context length, ``g`` size of the reader's output ve
 embedding size, ``e`` number of entity ids.
 
 - ``output``: ``W_a g``, one learned row per entity id (Hermann et al. 2015; Chen et al. 2016).
-- ``tied``: ``(W g + c + x / sqrt(d)) . E[@entity_k]``: every entity id is scored against the embedding
+- ``tied``: ``(W g + c + x) . E[@entity_k] / sqrt(d)``: every entity id is scored against the embedding
   of its own marker through one shared projection, so relabelling the entity ids (and their
   embeddings with them) permutes the scores and changes nothing else. ``x`` is what the
   reader's attention read of the entity markers' *embeddings* (``sum_{t: d_t is an entity}
@@ -52,11 +52,11 @@ class OutputAnswer(nn.Linear):
 
 
 class TiedAnswer(nn.Module):
-    """``(W g + c + x / sqrt(d)) . E[@entity_k]``: scores tied to the entity markers' embeddings.
+    """``(W g + c + x) . E[@entity_k] / sqrt(d)``: scores tied to the entity markers' embeddings.
 
-    The read embedding ``x`` is scaled by ``1 / sqrt(d)``: a match ``E[k] . E[k]`` grows like
+    Scaled by ``1 / sqrt(d)`` as in dot-product attention: a match ``E[k] . E[k]`` grows like
     ``d`` and a mismatch like ``sqrt(d)``, so the scaled match stands ``sqrt(d)`` above noise
-    without swamping the loss when the reading rests on a word.
+    without saturating the softmax.
 
     Args:
         input_dim: size ``g`` of the reader's output vector.

@@ -86,12 +86,12 @@ def test_tied_scores_by_hand():
     with torch.no_grad():
         layer.proj.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 2.0]]))
         layer.proj.bias.copy_(torch.tensor([0.5, 0.0]))
-    g = torch.tensor([[1.0, 1.0]])  # W g + c = (1.5, 2)
+    g = torch.tensor([[1.0, 1.0]])  # W g + c = (1.5, 2); scores are divided by sqrt(d = 2)
     entities = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    assert torch.allclose(layer(g, entities), torch.tensor([[1.5, 2.0, 3.5]]))
-    read = torch.tensor([[2.0, 0.0]])  # + read / sqrt(2)
-    expected = torch.tensor([[1.5 + 2 / math.sqrt(2), 2.0, 3.5 + 2 / math.sqrt(2)]])
-    assert torch.allclose(layer(g, entities, read), expected)
+    root = math.sqrt(2.0)
+    assert torch.allclose(layer(g, entities), torch.tensor([[1.5, 2.0, 3.5]]) / root)
+    read = torch.tensor([[2.0, 0.0]])  # (W g + c + read) = (3.5, 2)
+    assert torch.allclose(layer(g, entities, read), torch.tensor([[3.5, 2.0, 5.5]]) / root)
 
 
 # --- every reader x every layer -----------------------------------------------------------
