@@ -43,6 +43,7 @@ DEFAULT_READERS = (
     "hard_attention_reader",
     "gaussian_glimpse_reader",
     "transformer_glimpse_reader",
+    "gated_attention_reader",
 )
 PLATEAU = (
     ("output", False),

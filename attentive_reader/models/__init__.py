@@ -3,6 +3,7 @@
 from attentive_reader.models.attentive import AttentiveReader
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.baselines import DeepLSTMReader, UniformReader
+from attentive_reader.models.gated import GatedAttentionReader
 from attentive_reader.models.glimpse import GaussianGlimpseReader, TransformerGlimpseReader
 from attentive_reader.models.hard import HardAttentionReader
 from attentive_reader.models.impatient import ImpatientReader
@@ -12,6 +13,7 @@ __all__ = [
     "AttentiveReader",
     "ClozeReader",
     "DeepLSTMReader",
+    "GatedAttentionReader",
     "HardAttentionReader",
     "ImpatientReader",
     "ReaderOutput",

@@ -12,6 +12,7 @@ from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models import (
     AttentiveReader,
     DeepLSTMReader,
+    GatedAttentionReader,
     GaussianGlimpseReader,
     HardAttentionReader,
     ImpatientReader,
@@ -36,6 +37,8 @@ REGISTRY = {
     "gaussian": (GaussianGlimpseReader, {"num_filters": 4}, ALL),
     "transformer": (TransformerGlimpseReader, {"num_filters": 4}, ALL),
     "gaussian-flatten": (GaussianGlimpseReader, {"glimpse_readout": "flatten"}, NO_POINTER),
+    "gated": (GatedAttentionReader, {}, ALL),
+    "gated-concat": (GatedAttentionReader, {"gate": "concat", "num_hops": 2}, ALL),
 }
 CASES = [
     pytest.param(name, layer, match, id=f"{name}-{layer}{'-match' if match else ''}")
@@ -169,14 +172,14 @@ def _relabel(batch: ClozeBatch, permutation: torch.Tensor) -> ClozeBatch:
     )
 
 
-@pytest.mark.parametrize("name", ["attentive", "impatient"])
+@pytest.mark.parametrize("name", ["attentive", "impatient", "gated"])
 def test_pointer_probabilities_are_the_attention_over_candidate_positions(name):
     # Context: @entity0 w @entity1 @entity0; query: @placeholder w.
     batch = make_batch([[3, 20, 4, 3]], [[2, 20]], answers=[0], num_entities=ENTITIES)
     reader = build(name, "pointer").eval()
     with torch.no_grad():
         output = reader(batch)
-    s = output.attention[0] if name == "attentive" else output.attention[0, -1]  # (n,)
+    s = output.attention[0] if name != "impatient" else output.attention[0, -1]  # (n,)
     entity_mass = s[0] + s[2] + s[3]
     probs = torch.softmax(output.logits[0], -1)
     assert probs[0] == pytest.approx(float((s[0] + s[3]) / entity_mass), abs=1e-5)
