@@ -424,6 +424,7 @@ def train_entries(threads: int) -> list[Entry]:
         Entry("Impatient, bf16-mixed", "ImpatientReader", {}, "bf16-mixed"),
         Entry("Deep LSTM, fp32", "DeepLSTMReader", {}),
         Entry("Uniform, fp32", "UniformReader", {}),
+        Entry("Gated-Attention (K=3), fp32", "GatedAttentionReader", {"answer_layer": "pointer"}),
     ]  # fmt: skip
     if threads > 1:
         entries.append(
