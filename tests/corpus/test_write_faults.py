@@ -127,7 +127,9 @@ def test_a_fault_in_a_shard_stops_in_one_line_and_the_rerun_continues(
     assert words in line and "written" in line and "run the same command again" in line
     _looks_unfinished(out)
     finished = len(list((out / "shards").glob("shard-*.json")))
-    assert finished >= 3
+    # One process has finished shards 0-2 before it reaches shard 3; with two workers, the one
+    # that fails at shard 3 has finished a shard before it, while the other may be mid-shard.
+    assert finished >= (3 if num_proc == 1 else 1)
     if num_proc == 1:  # (a worker stopped mid-shard leaves its temporary file, as after a kill)
         assert not list((out / "shards").glob(".*tmp*"))
     monkeypatch.undo()
