@@ -134,7 +134,10 @@ def test_a_fault_in_a_shard_stops_in_one_line_and_the_rerun_continues(
         assert not list((out / "shards").glob(".*tmp*"))
     monkeypatch.undo()
     resumed = preprocess([str(corpus)], out, _options(model, num_proc=num_proc), progress=False)
-    assert resumed.reused_shards == finished
+    if num_proc == 1:
+        assert resumed.reused_shards == finished
+    else:  # the other worker may still close the shard it was writing as the run stops
+        assert resumed.reused_shards >= finished
     _same_as(out, reference)
 
 
