@@ -491,7 +491,8 @@ def canonical_key(key: Key, labels: Iterable[str] = (), known: Iterable[Key] = (
 
 
 def _name_shaped(words: Sequence[str]) -> bool:
-    """2 to 4 capitalized words of letters (and ' or -: "O'Sullivan", "Zeta-Jones")."""
+    """2 to 4 capitalized words of letters (and ' or -: "O'Sullivan", "Waley-Cohen")."""
+    words = [w for w in words if w not in HYPHENS]  # "Waley", "-", "Cohen" as tokenized
     return 2 <= len(words) <= 4 and all(
         w[:1].isupper() and w.replace("'", "").replace("’", "").replace("-", "").isalpha()
         for w in words

@@ -158,6 +158,13 @@ def test_a_first_name_before_the_full_name_joins_it_when_always_a_person():
     assert found == [["McLaren", "McLaren"], ["McLaren Smith"]]
 
 
+def test_a_first_name_joins_a_hyphenated_or_apostrophe_full_name():
+    nlp = ruler(("PERSON", "Sam Waley-Cohen"), ("PERSON", "Sam"))
+    assert groups(nlp, "Sam Waley-Cohen rode. Sam won.") == [["Sam Waley-Cohen", "Sam"]]
+    nlp = ruler(("PERSON", "Ronnie O'Sullivan"), ("PERSON", "Ronnie"))
+    assert groups(nlp, "Ronnie O'Sullivan won. Ronnie smiled.") == [["Ronnie O'Sullivan", "Ronnie"]]
+
+
 def test_a_name_without_its_middle_name_joins_the_full_name():
     nlp = ruler(("PERSON", "Joshua Quincy Burns"), ("PERSON", "Joshua Burns"))
     text = "Joshua Quincy Burns, 30, was jailed. Joshua Burns denies it."
