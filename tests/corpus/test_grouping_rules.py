@@ -20,7 +20,8 @@ from attentive_reader.corpus.entities import (
     split_glued_parentheses,
 )
 from attentive_reader.corpus.names import canonical_form, form_key, is_place
-from attentive_reader.corpus.records import Story
+from attentive_reader.corpus.records import ClozeExample, Story
+from attentive_reader.eval.anonymization import anonymization_report, interval, related_kind
 
 LABELS = ent.DEFAULT_LABELS
 
@@ -335,3 +336,57 @@ def test_the_grouping_rules_version_is_recorded():
     info = grouping_info()
     assert info["rules_version"] == GROUPING_RULES_VERSION >= 3
     assert info["name_tables"]["countryinfo"]
+
+
+# --- the anonymization report -----------------------------------------------------------------
+
+
+def test_related_kind_names_how_two_markers_are_related():
+    assert related_kind("Iran", "Iranian") == "alias"
+    assert related_kind("U.S.", "America") == "alias"
+    assert related_kind("Houthi", "Houthis") == "plural"
+    assert related_kind("FBI", "Federal Bureau of Investigation") == "acronym"
+    assert related_kind("Benaud", "Richie Benaud") == "surname"
+    assert related_kind("Richie", "Richie Benaud") == "first name"
+    # Unrelated, and a place inside a longer name that is no place.
+    assert related_kind("Obama", "Chicago") is None
+    assert related_kind("Seoul", "Dark Seoul") is None
+
+
+def test_the_report_on_two_hand_checked_questions():
+    context = ("@entity0", "said", "@entity1", "met", "@entity0")
+    names = {"@entity0": "Richie Benaud", "@entity1": "Benaud"}
+    first = ClozeExample(
+        id="s_0_0",
+        story_id="s",
+        context=context,
+        query=("@placeholder", "said"),
+        answer="@entity0",
+        candidates=("@entity0", "@entity1"),
+        entities=names,
+    )
+    second = ClozeExample(
+        id="s_1_1",
+        story_id="s",
+        context=context,
+        query=("@entity0", "met", "@placeholder"),
+        answer="@entity1",
+        candidates=("@entity0", "@entity1"),
+        entities=names,
+    )
+    report = anonymization_report([first, second])
+    # Maximum frequency says @entity0 (2 occurrences) twice: right once. Exclusive frequency
+    # drops @entity0 from the second (it is in the query): right twice. Word distance, second
+    # question: @entity1 at 2 scores 0 ("@entity0" expected at 0) + 2 ("met" expected at 1,
+    # found at 3) = 2; @entity0 at 4 also scores 2 + 0 = 2, and wins the tie (seen first).
+    assert (report["maximum_frequency"], report["exclusive_frequency"]) == (50.0, 100.0)
+    assert report["word_distance"] == 50.0
+    assert (report["questions"], report["documents"], report["entities_per_document"]) == (2, 1, 2)
+    # Both answers have a related second marker: "Benaud" is the surname of "Richie Benaud".
+    assert report["related_second_marker"] == 100.0
+    assert report["related_kinds"] == {"surname": 2}
+    assert report["plain_name_queries"] == 0.0
+    # 95% half-width: 1.96 * sqrt(0.5 * 0.5 / 2) = 0.693; none for a share of 0 or 100%.
+    assert report["intervals"]["maximum_frequency"] == 69.3
+    assert report["intervals"]["exclusive_frequency"] == 0.0
+    assert interval(50.0, 100) == 9.8 and interval(10.0, 0) == 0.0
