@@ -60,6 +60,7 @@ import importlib.util
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import spacy
 from spacy.language import Language
@@ -538,15 +539,13 @@ def _untitled_keys(mentions: Sequence[Mention], labels: dict[Key, set[str]]) -> 
         if not n:
             continue
         cut[key] = n
-        title = key[0].rstrip(".")
-        gender = "m" if title in MALE_TITLES else "f" if title in FEMALE_TITLES else None
+        gender = _title_gender(key[0])
         if gender is not None:
             slot = (key[n:], gender)
             gender_count[slot] = gender_count.get(slot, 0) + 1
     result = {key: key for key in labels}
     for key, n in cut.items():
-        title = key[0].rstrip(".")
-        gender = "m" if title in MALE_TITLES else "f" if title in FEMALE_TITLES else None
+        gender = _title_gender(key[0])
         if gender is not None:
             other = "f" if gender == "m" else "m"
             mine = gender_count.get((key[n:], gender), 0)
@@ -554,6 +553,11 @@ def _untitled_keys(mentions: Sequence[Mention], labels: dict[Key, set[str]]) -> 
                 continue
         result[key] = key[n:]
     return result
+
+
+def _title_gender(word: str) -> Literal["m", "f"] | None:
+    title = word.rstrip(".")
+    return "m" if title in MALE_TITLES else "f" if title in FEMALE_TITLES else None
 
 
 def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
