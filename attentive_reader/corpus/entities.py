@@ -407,6 +407,10 @@ def find_mentions(doc: Doc, labels: Iterable[str]) -> list[Mention]:
     return _split_glued(doc, mentions)
 
 
+def _place_or_team(key: Key, labels: set[str]) -> bool:
+    return is_place(key) or "ORG" in labels
+
+
 def _mention(doc: Doc, start: int, end: int, label: str) -> Mention:
     span = doc[start:end]
     words = tuple(t.text for t in span if not t.is_space)
@@ -421,9 +425,10 @@ def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
     one name; it is two when the mention occurs once, its head ("Valencia", "McLaren") is
     elsewhere a whole name, and its tail ("Enrique", "Fernando Alonso") is elsewhere a whole
     name that NER calls a person. Guards: a tail that is no person keeps the name whole
-    ("New York" and "the Post" elsewhere do not cut "New York Post"), and so does a lone
-    person's name before a one-word tail ("Ronnie" and "O'Sullivan" elsewhere do not cut
-    "Ronnie O'Sullivan").
+    ("New York" and "the Post" elsewhere do not cut "New York Post"), and a two-word name is
+    only cut after a known place or a name NER calls an organisation: "Ronnie" and
+    "O'Sullivan" elsewhere do not cut "Ronnie O'Sullivan", nor does a maid "Natalia" (GPE to
+    NER) cut "Natalia Moon".
 
     Likewise a mention with a possessive inside ("Crystal Palace's XI") is cut to its owner
     when the owner is elsewhere a whole name ("Crystal Palace"); "People's Republic of
@@ -453,7 +458,7 @@ def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
                 and key[:n] in count
                 and key[n:] in count
                 and "PERSON" in labels[key[n:]]
-                and (n >= 2 or len(key) - n >= 2 or not labels[key[:n]] <= NAME_LABELS)
+                and (n >= 2 or len(key) - n >= 2 or _place_or_team(key[:n], labels[key[:n]]))
                 and not is_prefixed(key[n:])
             ),
             None,
@@ -631,21 +636,22 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
         ):
             # Rule 4: a first name joins the one full name it starts ("Richie" ~ "Richie
             # Benaud", "Donna" in "his parents, Donna and Peter Lane" ~ "Donna Lane").
-            leading = sorted(
-                {
-                    group_of[longer]
-                    for longer in group_of
-                    if 2 <= len(longer) <= 3
-                    and longer[0] == key[0]
-                    and longer not in kept_titles
-                    and "PERSON" in group_labels[group_of[longer]]
-                    # before the full name, only a name NER always calls a person: the
-                    # team "McLaren" stays apart from "McLaren Fernando Alonso"
-                    and (group_first[group_of[longer]] < first[key] or labels[key] <= NAME_LABELS)
-                    and _name_shaped(words.get(longer, ()))
-                }
-            )
-            chosen = _dominant(leading, dict(enumerate(group_count)))
+            leading = {
+                group_of[longer]
+                for longer in group_of
+                if 2 <= len(longer) <= 3
+                and longer[0] == key[0]
+                and longer not in kept_titles
+                and "PERSON" in group_labels[group_of[longer]]
+                and _name_shaped(words.get(longer, ()))
+            }
+            # The full names named before it first; else, a later one, and then only for a
+            # name NER always calls a person (the team "McLaren" stays apart from a later
+            # "McLaren Smith").
+            earlier = sorted(g for g in leading if group_first[g] < first[key])
+            if not earlier and labels[key] <= NAME_LABELS:
+                earlier = sorted(leading)
+            chosen = _dominant(earlier, dict(enumerate(group_count)))
         if chosen is None and not trailing and len(key) == 2 and "PERSON" in labels[key]:
             # Rule 4: a name without the middle name ("Joshua Burns" ~ "Joshua Quincy Burns").
             fuller = sorted(

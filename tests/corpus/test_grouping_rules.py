@@ -157,6 +157,10 @@ def test_a_first_name_before_the_full_name_joins_it_when_always_a_person():
     ]
     found = [[m.text for m in e.mentions] for e in group_mentions(find_mentions(doc, LABELS))]
     assert found == [["McLaren", "McLaren"], ["McLaren Smith"]]
+    # A full name named before it wins over a later, longer one.
+    nlp = ruler(("PERSON", "Jyoti Singh"), ("PERSON", "Jyoti"), ("PERSON", "Jyoti Singh Pandey"))
+    text = "Jyoti Singh, 23, died. Had Jyoti not fought back... Jyoti Singh Pandey was a student."
+    assert groups(nlp, text) == [["Jyoti Singh", "Jyoti"], ["Jyoti Singh Pandey"]]
 
 
 def test_a_first_name_joins_a_hyphenated_or_apostrophe_full_name():
@@ -253,6 +257,11 @@ def test_two_names_glued_by_a_lost_full_stop_are_cut():
     nlp = ruler(("PERSON", "Ronnie"), ("PERSON", "O'Sullivan"), ("PERSON", "Ronnie O'Sullivan"))
     text = "Ronnie O'Sullivan won. O'Sullivan smiled. Ronnie waved."
     assert groups(nlp, text) == [["Ronnie O'Sullivan", "O'Sullivan", "Ronnie"]]
+    # A two-word name is only cut after a known place or an organisation: the maid
+    # "Natalia" (GPE to NER) does not cut "Natalia Moon".
+    nlp = ruler(("PERSON", "Natalia Moon"), ("GPE", "Natalia"), ("PERSON", "Moon"))
+    text = "Natalia Moon sang. Her maid, also named Natalia, cooked. Moon smiled."
+    assert groups(nlp, text) == [["Natalia Moon", "Moon"], ["Natalia"]]
 
 
 def test_a_possessive_inside_a_name_is_cut_to_its_owner():
