@@ -133,7 +133,17 @@ def render_png(
             pax.tick_params(axis="x", labelsize=7)
         if grid:
             hax = fig.add_axes((0.14, 0.55 / total_h, 0.84, (hop_h - 1.0) / total_h))
-            hax.imshow(grid, aspect="auto", cmap="Oranges", interpolation="nearest", vmin=0.0)
+            grid_top = max((max(r) for r in grid if r), default=0.0) or 1.0
+            hax.imshow(
+                grid, aspect="auto", cmap="Oranges", interpolation="nearest", vmin=0, vmax=grid_top
+            )
+            if len(ex.query) <= 40:  # the weights themselves, where they fit
+                for k, row in enumerate(grid):
+                    for i, w in enumerate(row):
+                        colour = "white" if w > 0.6 * grid_top else "black"
+                        hax.text(
+                            i, k, f"{w:.2f}", ha="center", va="center", fontsize=6, color=colour
+                        )
             hax.set_yticks(range(len(grid)))
             hax.set_yticklabels([f"hop {k + 1}" for k in range(len(grid))], fontsize=7)
             hax.set_xticks(range(len(ex.query)))
@@ -141,7 +151,9 @@ def render_png(
             for label in [*hax.get_xticklabels(), *hax.get_yticklabels()]:
                 label.set_parse_math(False)
             hax.set_title(
-                "query attention per hop (mean over the context tokens)", fontsize=8, loc="left"
+                "query attention per hop (mean over the context tokens; full colour = the largest)",
+                fontsize=8,
+                loc="left",
             )
         fig.savefig(str(path), dpi=dpi)
 
