@@ -71,7 +71,7 @@ class Prediction:
         return self.extras.get("hop_attention")
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: Lightning's predict loop moves collections (apply_to_collection)
 class BatchPrediction:
     """A batch's predictions, on the CPU (``predict_step``'s return value).
 
