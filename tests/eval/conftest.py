@@ -38,7 +38,7 @@ def _fit_one_step(reader_class, datamodule, path: Path, **options) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def toy_run(tmp_path_factory):
     """A tiny toy dataset and one-step checkpoints: Attentive, Impatient and a Gated-Attention
     Reader with three hops (two gated-attention steps)."""
