@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import json
 from collections.abc import Iterator, Sequence
@@ -341,13 +342,22 @@ class ClozeDataModule(pl.LightningDataModule):
             )
 
     @classmethod
-    def from_checkpoint(cls, ckpt_path: str | Path, **overrides: Any) -> ClozeDataModule:
+    def from_checkpoint(
+        cls, ckpt_path: str | Path, *, checkpoint: dict | None = None, **overrides: Any
+    ) -> ClozeDataModule:
         """The data module of a checkpoint, with its vocabulary.
 
         The checkpoint's data module arguments are the defaults; ``overrides`` replace them
         (e.g. ``path=`` another processed directory to evaluate on).
+
+        Args:
+            ckpt_path: the checkpoint file (recorded as the ``vocab`` argument).
+            checkpoint: the file's content when the caller has loaded it already
+                (``torch.load(..., weights_only=True)``), so that it is not read again.
+            **overrides: data module arguments that replace the stored ones.
         """
-        checkpoint = _load_checkpoint(Path(ckpt_path))
+        if checkpoint is None:
+            checkpoint = _load_checkpoint(Path(ckpt_path))
         stored = checkpoint.get("datamodule_hyper_parameters") or {}
         # Keys starting with "_" are the Lightning CLI's bookkeeping, not arguments.
         arguments = {key: value for key, value in stored.items() if not key.startswith("_")}
@@ -361,7 +371,11 @@ class ClozeDataModule(pl.LightningDataModule):
             raise UserError(
                 f"{ckpt_path} does not record its dataset directory; pass path=<directory>"
             )
-        return cls(**arguments)
+        token = _PRELOADED.set((Path(ckpt_path), checkpoint))  # the vocabulary comes from it
+        try:
+            return cls(**arguments)
+        finally:
+            _PRELOADED.reset(token)
 
     # --- internals -----------------------------------------------------------------------
 
@@ -444,7 +458,17 @@ def _rows(batch: dict[str, list]) -> Iterator[dict]:
         yield dict(zip(keys, values))
 
 
+# The checkpoint ``from_checkpoint`` has in hand while it builds the module, so that reading
+# the vocabulary from the same file does not load it a second time.
+_PRELOADED: contextvars.ContextVar[tuple[Path, dict] | None] = contextvars.ContextVar(
+    "preloaded_checkpoint", default=None
+)
+
+
 def _load_checkpoint(path: Path) -> dict:
+    preloaded = _PRELOADED.get()
+    if preloaded is not None and preloaded[0] == path:
+        return preloaded[1]
     if not path.is_file():
         raise UserError(f"checkpoint not found: {path}")
     return torch.load(path, map_location="cpu", weights_only=True)

@@ -228,17 +228,22 @@ def test_heatmap_examples_from_a_prediction_batch():
             candidates=("@entity0",),
         ),
     }
+    from attentive_reader.models.predictions import BatchPrediction
+
     probs = torch.zeros(2, 4)
     probs[0, 0], probs[0, 1], probs[1, 0] = 0.25, 0.75, 1.0
-    prediction = {
-        "ids": ["x", "y"],
-        "probs": probs,
-        "prediction": torch.tensor([1, 0]),
-        "answer": torch.tensor([1, 0]),
-        "attention": torch.tensor([[0.1, 0.6, 0.2, 0.1], [0.5, 0.5, 0.0, 0.0]]),
+    prediction = BatchPrediction(
+        ids=["x", "y"],
+        logits=probs.log(),
+        probs=probs,
+        prediction=torch.tensor([1, 0]),
+        answer=torch.tensor([1, 0]),
+        attention=torch.tensor([[0.1, 0.6, 0.2, 0.1], [0.5, 0.5, 0.0, 0.0]]),
         # k = 3 without replacement: y has only 2 tokens, its empty slot holds -1.
-        "selected": torch.tensor([[1, 2, 0], [0, 1, -1]]),
-    }
+        selected=torch.tensor([[1, 2, 0], [0, 1, -1]]),
+        context_lengths=torch.tensor([4, 2]),
+        query_lengths=torch.tensor([2, 2]),
+    )
     a, b = heatmap_examples(prediction, rows)
     assert a.probabilities == {"@entity1": 0.75, "@entity0": 0.25}
     assert a.prediction == "@entity1" and a.correct and a.selected == (0, 1, 2)
@@ -264,7 +269,7 @@ def test_soft_reader_weights_in_the_sidecar_sum_to_one(tmp_path):
     lengths = set()
     for batch, output in iterate_predictions(reader, datamodule, "test", batch_size=6):
         assert not bool(batch.context_mask.all())  # the batch is padded
-        for ex in heatmap_examples(output, rows, batch=batch):
+        for ex in heatmap_examples(output, rows):
             sidecar = json.loads(json.dumps(ex.to_json()))
             assert len(sidecar["attention"]) == len(rows[ex.id].context)
             assert sum(sidecar["attention"]) == pytest.approx(1.0, abs=1e-5)
@@ -346,3 +351,18 @@ def test_heatmaps_on_a_real_full_disk_then_more_space(small_disk, undisturbed):
     small_disk.resize("8m")
     write_heatmaps(_three(), out)
     assert _folder(out) == undisturbed
+
+
+def test_names_of_the_split_modules_stay_importable_from_heatmap():
+    """Configs name ``attentive_reader.viz.heatmap.HeatmapWriter``; tests and users import the
+    writers from ``viz.heatmap``: they resolve to the modules of one concern each."""
+    from jsonargparse._util import import_object
+
+    import attentive_reader.viz.heatmap as heatmap
+    from attentive_reader.viz import callback, files, html, png
+
+    assert import_object("attentive_reader.viz.heatmap.HeatmapWriter") is callback.HeatmapWriter
+    assert heatmap.write_heatmaps is files.write_heatmaps and heatmap.file_stem is files.file_stem
+    assert heatmap.render_html is html.render_html and heatmap.render_png is png.render_png
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        heatmap.nope  # noqa: B018
