@@ -621,12 +621,7 @@ def _load_nlp(
                 "pipeline: name the one to anonymize documents with, --spacy-model NAME "
                 "(e.g. en_core_web_sm)"
             )
-        if pipeline is None:
-            warn(
-                f"{path} records no preprocessing identity (trained before it was recorded): "
-                "using the installed default spaCy pipeline and the default options"
-            )
-        else:
+        if pipeline is not None:
             assert recorded is not None
             name = pipeline.get("spacy_model") or recorded["name"]
             if not _installed(name):
@@ -638,6 +633,12 @@ def _load_nlp(
                     "another with --spacy-model"
                 )
             spacy_model = name
+    if pipeline is None:
+        warn(
+            f"{path} records no preprocessing identity (trained before it was recorded): "
+            "using the default options of preprocess"
+            + ("" if spacy_model else " and the installed default spaCy pipeline")
+        )
     nlp = load_pipeline(spacy_model)
     if recorded is not None:
         info = pipeline_info(nlp)
