@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from attentive_reader.errors import UserError
-from tests.trained_reader import CONTEXT_CAP, ROOT, train_tiny_reader
+from tests.trained_reader import CONTEXT_CAP, ROOT, shared_tiny_reader
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +24,7 @@ ARTICLE = (
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    return train_tiny_reader(tmp_path_factory.mktemp("answer"))
+    return shared_tiny_reader(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

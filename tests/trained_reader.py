@@ -36,6 +36,16 @@ class TrainedReader:
         return self.corpus / "stories" / f"{story_id}.story"
 
 
+_TRAINED: dict[str, TrainedReader] = {}
+
+
+def shared_tiny_reader(tmp_path_factory) -> TrainedReader:
+    """``train_tiny_reader`` once per test session (the API, CLI and page tests share it)."""
+    if "reader" not in _TRAINED:
+        _TRAINED["reader"] = train_tiny_reader(tmp_path_factory.mktemp("answer"))
+    return _TRAINED["reader"]
+
+
 def train_tiny_reader(
     root: Path, *, stories: int = 24, config: str = "attentive_reader"
 ) -> TrainedReader:
