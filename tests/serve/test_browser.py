@@ -79,7 +79,7 @@ def browser(tmp_path):
         "--no-sandbox",
         "--disable-gpu",
         "--disable-dev-shm-usage",
-        "--window-size=1200,1000",
+        "--window-size=1200,1700",
         f"--user-data-dir={tmp_path / 'profile'}",
     ):
         options.add_argument(flag)
