@@ -146,7 +146,7 @@ def create_app(
     def page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = env.get_template(template).render(
             title=title,
-            model=reader.path,
+            model=Path(reader.path).name,  # never the server's folders
             browse=bool(splits),
             max_bytes=max_bytes,
             **context,
