@@ -223,9 +223,10 @@ def _short(text: str, size: int = 60) -> str:
 
 @dataclass(frozen=True)
 class _Prepared:
-    """A question anonymized and ready to encode."""
+    """A question anonymized and encoded, ready for the reader."""
 
     example: ClozeExample
+    encoded: EncodedExample
     filled: ParsedQuery | None
     notices: tuple[str, ...]
 
@@ -389,7 +390,7 @@ class Reader:
 
     def answer_example(self, example: ClozeExample) -> Answer:
         """Answer a stored (already anonymized) example, e.g. a row of a processed dataset."""
-        return self._predict([_Prepared(example, None, ())])[0]
+        return self._predict([_Prepared(example, self._encode(example), None, ())])[0]
 
     # --- internals -----------------------------------------------------------------------
 
@@ -414,7 +415,7 @@ class Reader:
             parsed, _, notices = item
             try:
                 example = self._example(next(docs), parsed, f"q{number}")
-                out.append(_Prepared(example, parsed, notices))
+                out.append(_Prepared(example, self._encode(example), parsed, notices))
             except UserError as error:
                 out.append(error)
         return out
@@ -493,6 +494,7 @@ class Reader:
         raise UserError("the document's entities could not be matched again; please report it")
 
     def _encode(self, example: ClozeExample) -> EncodedExample:
+        """The example as ids (``UserError`` when its entities overflow the answer space)."""
         try:
             context = self.vocab.encode(example.context)
             query = self.vocab.encode(example.query)
@@ -518,8 +520,7 @@ class Reader:
 
     def _predict(self, items: Sequence[_Prepared]) -> list[Answer]:
         """One forward pass over prepared questions."""
-        encoded = [self._encode(item.example) for item in items]
-        batch = collate(encoded, num_entities=self.vocab.num_entities)
+        batch = collate([item.encoded for item in items], num_entities=self.vocab.num_entities)
         device = next(self.model.parameters()).device
         batch = dataclasses.replace(
             batch,

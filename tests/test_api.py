@@ -202,6 +202,12 @@ def test_more_entities_than_the_answer_space(reader):
     document = " ".join(f"They flew to {name}." for name in names)
     with pytest.raises(UserError, match=f"has {e + 1} entities .* over {e} entity ids"):
         reader.answer(document, "They flew to @placeholder")
+    # In a batch, only that pair fails.
+    results = reader.answer_many(
+        [(document, "They flew to @placeholder"), (ARTICLE, "@placeholder smiled")],
+        errors="return",
+    )
+    assert isinstance(results[0], UserError) and len(results[1].candidates) == 3
 
 
 def test_a_long_document_is_cut_to_the_context_cap_with_a_notice(reader):
