@@ -210,6 +210,7 @@ def document_text(document: str) -> str:
     if not isinstance(document, str) or not document.strip():
         raise UserError("the document is empty: give the article's text")
     if re.search(r"^\s*@highlight\s*$", document, flags=re.MULTILINE):
+        # parse_story wants highlight text after the markers; they are dropped anyway.
         story = parse_story(document + "\n@highlight\nx", story_id="document", source="document")
         if isinstance(story, Skip):
             raise UserError(f"the document is a .story text with {story.detail}")

@@ -279,3 +279,18 @@ def test_the_recorded_pipeline_missing_different_or_absent(trained, tmp_path):
     path = _edited_checkpoint(trained, tmp_path, old)
     with pytest.warns(PipelineWarning, match="records no preprocessing identity"):
         Reader.load(path, spacy_model=str(trained.ruler))
+
+
+def test_the_data_modules_context_cap_is_applied_as_in_training(trained, tmp_path):
+    from attentive_reader import Reader
+
+    checkpoint = torch.load(trained.ckpt, map_location="cpu", weights_only=True)
+    checkpoint["datamodule_hyper_parameters"]["max_context_tokens"] = 10
+    path = tmp_path / "capped.ckpt"
+    torch.save(checkpoint, path)
+    answer = Reader.load(path).answer(ARTICLE, "@placeholder smiled")
+    assert len(answer.context) == 10 and len(answer.attention) == 10
+    assert answer.context_length > 10
+    assert any("read its first 10" in notice for notice in answer.notices)
+    # The candidates stay those of the whole document, as in training.
+    assert len(answer.candidates) == 3
