@@ -354,7 +354,9 @@ class Reader:
             UserError: an empty document, a query without exactly one blank, a document
                 without an entity, or more entities than the reader's answer space.
         """
-        return self.answer_many([(document, query)])[0]  # type: ignore[return-value]
+        (result,) = self.answer_many([(document, query)])
+        assert isinstance(result, Answer)  # errors="raise": a bad pair has raised
+        return result
 
     def answer_many(
         self,
@@ -372,22 +374,21 @@ class Reader:
         """
         if errors not in ("raise", "return"):
             raise ValueError(f"errors must be 'raise' or 'return', got {errors!r}")
-        results: list[Answer | UserError] = []
         prepared = self._prepare_all(list(pairs))
+        results: list[Answer | UserError | None] = [None] * len(prepared)
         pending: list[tuple[int, _Prepared]] = []
         for index, item in enumerate(prepared):
             if isinstance(item, UserError):
                 if errors == "raise":
                     raise item
-                results.append(item)
+                results[index] = item
             else:
-                results.append(item)  # type: ignore[arg-type]  # replaced below
                 pending.append((index, item))
         for start in range(0, len(pending), self.batch_size):
             chunk = pending[start : start + self.batch_size]
             for (index, _), answer in zip(chunk, self._predict([p for _, p in chunk])):
                 results[index] = answer
-        return results
+        return [result for result in results if result is not None]
 
     def answer_example(self, example: ClozeExample) -> Answer:
         """Answer a stored (already anonymized) example, e.g. a row of a processed dataset."""
