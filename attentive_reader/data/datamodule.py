@@ -17,6 +17,7 @@ import torch
 from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader, Dataset
 
+from attentive_reader.corpus.manifest import preprocessing_identity, read_manifest
 from attentive_reader.corpus.records import SPLITS, entity_index
 from attentive_reader.data.batching import BucketBatchSampler, EncodedExample, collate
 from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
@@ -26,6 +27,7 @@ Split = Literal["train", "validation", "test"]
 EntityIdPolicy = Literal["permute", "first_occurrence"]
 ENTITY_ID_POLICIES: tuple[str, ...] = ("permute", "first_occurrence")
 VOCAB_FILE = "vocab.json"
+PIPELINE_FILE = "pipeline.json"  # the preprocessing identity, beside vocab.json
 
 
 class EncodedSplit(Dataset):
@@ -188,6 +190,9 @@ class ClozeDataModule(pl.LightningDataModule):
         self.seed = seed
         self.predict_split = predict_split
         self._splits = _load_splits(self.path)
+        # How the dataset's text was anonymized (manifest.json), stored in checkpoints so that
+        # attentive_reader.api.Reader anonymizes a new document alike; None without a manifest.
+        self.pipeline: dict | None = preprocessing_identity(read_manifest(self.path))
         if vocab is not None:
             self.vocab = _read_vocabulary(Path(vocab))
         else:
@@ -325,8 +330,8 @@ class ClozeDataModule(pl.LightningDataModule):
         )
 
     def state_dict(self) -> dict[str, Any]:
-        """What checkpoints store: the vocabulary."""
-        return {"vocab": self.vocab.to_dict()}
+        """What checkpoints store: the vocabulary and the dataset's preprocessing identity."""
+        return {"vocab": self.vocab.to_dict(), "pipeline": self.pipeline}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Check that a checkpoint's vocabulary is the one in use.
@@ -434,6 +439,10 @@ class VocabularyWriter(Callback):
         directory = Path(directory or trainer.default_root_dir)
         directory.mkdir(parents=True, exist_ok=True)
         datamodule.vocab.save(directory / VOCAB_FILE)
+        if datamodule.pipeline is not None:
+            (directory / PIPELINE_FILE).write_text(
+                json.dumps(datamodule.pipeline, indent=1, ensure_ascii=False), encoding="utf-8"
+            )
 
 
 def _load_splits(path: Path) -> dict[str, datasets.Dataset]:
