@@ -536,7 +536,7 @@ class Reader:
         with torch.inference_mode():
             output = self.model.predict_step(batch, 0)
         rows = {item.example.id: item.example for item in items}
-        pages = heatmap_examples(output, rows, batch=batch)
+        pages = heatmap_examples(output, rows)
         answers = []
         for item, page in zip(items, pages):
             example = item.example

@@ -100,8 +100,8 @@ def test_round_trip_gives_evaluates_predictions(trained, reader):
     model, datamodule = load_for_split(trained.ckpt, trained.data, torch.device("cpu"))
     evaluated = {}
     for _, output in iterate_predictions(model, datamodule, "test", batch_size=4):
-        for i, example_id in enumerate(output["ids"]):
-            evaluated[example_id] = (int(output["prediction"][i]), output["probs"][i])
+        for i, example_id in enumerate(output.ids):
+            evaluated[example_id] = (int(output.prediction[i]), output.probs[i])
     cases = _blanked_highlights(trained, reader)
     assert len(cases) == len(evaluated) >= 10
     answers = reader.answer_many([(article, blanked) for _, _, article, blanked in cases])
