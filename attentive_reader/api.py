@@ -136,14 +136,14 @@ class Answer:
     def heatmap(self, model: str = "") -> HeatmapExample:
         """The answer as the heatmap pages' plain data (``viz.heatmap.render_html``).
 
-        A document has no gold answer: the page's "gold" is the prediction itself.
+        A document has no gold answer: the page shows the prediction without a verdict.
         """
         probabilities = {c.marker: c.probability for c in self.candidates}
         return HeatmapExample(
             id=self.id,
             context=self.context,
             query=self.question,
-            answer=self.prediction.marker,
+            answer=None,
             prediction=self.prediction.marker,
             probabilities=probabilities,
             candidates=tuple(sorted(probabilities, key=entity_index)),

@@ -38,7 +38,8 @@ class HeatmapExample:
         id: the example id.
         context: the context tokens the reader read (after any truncation).
         query: the query tokens, with ``@placeholder``.
-        answer: the gold marker.
+        answer: the gold marker, or ``None`` for a document without one (a question asked
+            with ``attentive-reader answer``): the page then shows no verdict.
         prediction: the predicted marker.
         probabilities: marker -> the reader's probability, for every candidate.
         candidates: the candidate markers (entities in the context).
@@ -59,7 +60,7 @@ class HeatmapExample:
     id: str
     context: tuple[str, ...]
     query: tuple[str, ...]
-    answer: str
+    answer: str | None
     prediction: str
     probabilities: dict[str, float] = field(default_factory=dict)
     candidates: tuple[str, ...] = ()
@@ -134,8 +135,9 @@ class HeatmapExample:
         ]
 
     @property
-    def correct(self) -> bool:
-        return self.prediction == self.answer
+    def correct(self) -> bool | None:
+        """Whether the prediction is the gold answer; ``None`` without a gold answer."""
+        return None if self.answer is None else self.prediction == self.answer
 
     @property
     def truncated(self) -> bool:
@@ -208,7 +210,7 @@ class HeatmapExample:
                 else tuple(tuple(tuple(row) for row in hop) for hop in data["hop_attention"])
             ),
             prediction=data["prediction"],
-            answer=data["answer"],
+            answer=data.get("answer"),
             probabilities=dict(data.get("probabilities", {})),
             candidates=tuple(data.get("candidates", ())),
             entities=dict(data.get("entities", {})),

@@ -90,7 +90,7 @@ def _context_html(
         classes = []
         if outline and token in candidates:
             classes.append("cand")
-        if outline and token == ex.answer:
+        if outline and ex.answer is not None and token == ex.answer:
             classes.append("gold")
         if outline and token == ex.prediction:
             classes.append("pred")
@@ -261,18 +261,20 @@ def render_html(ex: HeatmapExample, *, scale: Scale = "linear", clip: float = 10
     alphas = None if weights is None else intensities(weights, scale, top=top, clip=clip)
     p_pred = ex.probabilities.get(ex.prediction)
     p_gold = ex.probabilities.get(ex.answer)
-    verdict = (
-        '<span class="verdict ok">correct</span>'
-        if ex.correct
-        else '<span class="verdict bad">wrong</span>'
+    verdict = _verdict(ex.correct)
+    gold = (
+        ""
+        if ex.answer is None
+        else (
+            f' &nbsp; gold <span class="key gold">{_esc(ex.answer)}</span> '
+            f"{_esc(ex.name(ex.answer))} (p = {format_probability(p_gold)})"
+        )
     )
     head = (
         f"<h1>{_esc(ex.id)}</h1>"
         f'<p class="meta">{verdict} &nbsp; prediction '
         f'<span class="key pred">{_esc(ex.prediction)}</span> {_esc(ex.name(ex.prediction))} '
-        f"(p = {format_probability(p_pred)}) &nbsp; gold "
-        f'<span class="key gold">{_esc(ex.answer)}</span> {_esc(ex.name(ex.answer))} '
-        f"(p = {format_probability(p_gold)})</p>"
+        f"(p = {format_probability(p_pred)}){gold}</p>"
         f'<p class="meta">{n} context tokens'
         + (f" (of {ex.context_length}; truncated)" if ex.truncated else "")
         + f", {len(ex.candidates)} candidates"
@@ -319,15 +321,24 @@ def _page(title: str, body: str) -> str:
     )
 
 
+def _verdict(correct: bool | None) -> str:
+    """The correct / wrong badge; a question without a gold answer gets "no gold answer"."""
+    if correct is None:
+        return '<span class="verdict">no gold answer</span>'
+    if correct:
+        return '<span class="verdict ok">correct</span>'
+    return '<span class="verdict bad">wrong</span>'
+
+
 @dataclass(frozen=True)
 class IndexEntry:
     """One line of ``index.html``: an example and the file names of its outputs."""
 
     id: str
     page: str
-    correct: bool
+    correct: bool | None
     prediction: str
-    answer: str
+    answer: str | None
     confidence: float | None
     gold_probability: float | None
     png: str | None = None
@@ -336,19 +347,19 @@ class IndexEntry:
 
 def render_index(entries: Sequence[IndexEntry], *, title: str = "Attention heatmaps") -> str:
     """``index.html``: the examples (correct / wrong, confidence) with links to their pages."""
-    right = sum(e.correct for e in entries)
+    graded = [e for e in entries if e.correct is not None]
+    right = sum(bool(e.correct) for e in graded)
+    summary = f"{len(entries)} examples"
+    if graded:
+        summary += f", {right} of {len(graded)} answered correctly"
     body = [
         f"<h1>{_esc(title)}</h1>",
-        f'<p class="meta">{len(entries)} examples, {right} answered correctly.</p>',
+        f'<p class="meta">{summary}.</p>',
         "<table><tr><th>#</th><th>example</th><th>result</th><th>prediction</th>"
         "<th>confidence</th><th>gold</th><th>p(gold)</th><th>files</th></tr>",
     ]
     for k, e in enumerate(entries):
-        verdict = (
-            '<span class="verdict ok">correct</span>'
-            if e.correct
-            else '<span class="verdict bad">wrong</span>'
-        )
+        verdict = _verdict(e.correct)
         files = [f'<a href="{_href(e.page)}">html</a>']
         if e.png:
             files.append(f'<a href="{_href(e.png)}">png</a>')
@@ -357,7 +368,7 @@ def render_index(entries: Sequence[IndexEntry], *, title: str = "Attention heatm
         body.append(
             f'<tr><td class="num">{k + 1}</td><td><a href="{_href(e.page)}">{_esc(e.id)}</a></td>'
             f"<td>{verdict}</td><td>{_esc(e.prediction)}</td>"
-            f'<td class="num">{format_probability(e.confidence)}</td><td>{_esc(e.answer)}</td>'
+            f'<td class="num">{format_probability(e.confidence)}</td><td>{_esc(e.answer or "")}</td>'
             f'<td class="num">{format_probability(e.gold_probability)}</td><td>{" ".join(files)}</td></tr>'
         )
     body.append("</table>")

@@ -79,7 +79,7 @@ def render_png(
     ax.set_ylim(n_lines + header, 0)
     ax.axis("off")
     kw = {"family": "monospace", "fontsize": 9, "va": "center", "ha": "left", "parse_math": False}
-    verdict = "correct" if ex.correct else "wrong"
+    verdict = {None: "no gold answer", True: "correct", False: "wrong"}[ex.correct]
     p_pred = ex.probabilities.get(ex.prediction)
     p_gold = ex.probabilities.get(ex.answer)
     with warnings.catch_warnings():
@@ -88,8 +88,12 @@ def render_png(
         ax.text(
             0,
             1.5,
-            f"prediction {ex.prediction} ({ex.name(ex.prediction)}) p={format_probability(p_pred)}   "
-            f"gold {ex.answer} ({ex.name(ex.answer)}) p={format_probability(p_gold)}",
+            f"prediction {ex.prediction} ({ex.name(ex.prediction)}) p={format_probability(p_pred)}"
+            + (
+                ""
+                if ex.answer is None
+                else f"   gold {ex.answer} ({ex.name(ex.answer)}) p={format_probability(p_gold)}"
+            ),
             **kw,
         )
         ax.text(0, 2.5, "query: " + " ".join(ex.query)[: width_chars - 7], **kw)
@@ -97,7 +101,7 @@ def render_png(
         for i, ((ln, c, text), alpha) in enumerate(zip(layout, alphas)):
             token = ex.context[i]
             edge, lw = "none", 0.0
-            if token == ex.answer:
+            if ex.answer is not None and token == ex.answer:
                 edge, lw = "#1a7f37", 1.4
             elif token == ex.prediction:
                 edge, lw = "#cf222e", 1.4

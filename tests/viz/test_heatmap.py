@@ -3,6 +3,7 @@
 import html
 import json
 import math
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -190,7 +191,29 @@ def test_json_round_trip_and_files(tmp_path):
     a = assert_self_contained(index)
     assert [e.correct for e in entries] == [False, True]
     assert f"./{stem}.html" in a.urls
-    assert "1 answered correctly" in " ".join(a.text)
+    assert "2 examples, 1 of 2 answered correctly" in " ".join(a.text)
+
+
+def test_a_document_without_gold_answer_gets_no_verdict(tmp_path):
+    """A question about a user's document (``attentive-reader answer --heatmap``) has no gold
+    answer: no correct / wrong verdict, no gold outline, nothing counted as answered."""
+    ex = make_example(answer=None)
+    assert ex.correct is None
+    a = assert_self_contained(render_html(ex))
+    text = " ".join(a.text)
+    assert "no gold answer" in text and "correct" not in text and "wrong" not in text
+    token_classes = re.findall(r'class="([^"]*)"', render_html(ex))
+    assert not [c for c in token_classes if "gold" in c.split() and "key" not in c.split()]
+    assert [
+        c
+        for c in re.findall(r'class="([^"]*)"', render_html(make_example()))
+        if "gold" in c.split() and "key" not in c.split()
+    ]
+    assert HeatmapExample.from_json(json.loads(json.dumps(ex.to_json()))) == ex
+    write_heatmaps([ex], tmp_path)
+    index = " ".join(audit((tmp_path / "index.html").read_text(encoding="utf-8")).text)
+    assert "1 examples." in index and "answered correctly" not in index
+    assert (tmp_path / f"{file_stem(ex.id)}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_index_escapes_ids():
