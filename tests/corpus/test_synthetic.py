@@ -422,3 +422,25 @@ def test_the_toy_dataset_is_its_examples_with_the_normal_manifest(tmp_path):
     manifest = read_manifest(path)
     assert manifest is not None and manifest["source"] == "toy"
     assert manifest["options"]["seed"] == 4 and manifest["examples"]["test"] == 3
+
+
+def test_synthesize_refuses_an_earlier_corpus_without_touching_it(tmp_path):
+    from attentive_reader.corpus.synthetic import synthesize
+    from attentive_reader.errors import UserError
+
+    info = synthesize(tmp_path / "c", 6, seed=2, shape=COMPACT_SHAPE)
+    assert info["stories"] == 6 and info["shape"] == "compact"
+    before = _files(tmp_path / "c")
+    assert before == {
+        **_files(tmp_path / "c"),
+        **{f"stories/{s.story.id}.story": format_story(s.story).encode()
+           for s in generate_corpus(6, 2, COMPACT_SHAPE)},
+    }  # fmt: skip
+    with pytest.raises(UserError, match="already holds 6 .story files; pass --overwrite"):
+        synthesize(tmp_path / "c", 3, seed=2)
+    assert _files(tmp_path / "c") == before
+    synthesize(tmp_path / "c", 3, seed=2, overwrite=True)
+    assert len(list((tmp_path / "c" / "stories").glob("*.story"))) == 3
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="is not a folder"):
+        synthesize(tmp_path / "file", 3)

@@ -38,6 +38,7 @@ from attentive_reader.corpus.synthetic.files import (
     build_ruler_pipeline,
     format_story,
     ruler_patterns,
+    synthesize,
     write_corpus,
 )
 from attentive_reader.corpus.synthetic.story import (
@@ -110,5 +111,6 @@ __all__ = [
     "ruler_patterns",
     "split_of",
     "story_url",
+    "synthesize",
     "write_corpus",
 ]

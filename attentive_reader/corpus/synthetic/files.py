@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attentive_reader.corpus.records import Story
-from attentive_reader.corpus.synthetic.story import DEFAULT_SHAPE, StoryShape, SyntheticStory
+from attentive_reader.corpus.synthetic.story import (
+    DEFAULT_SHAPE,
+    StoryShape,
+    SyntheticStory,
+    generate_corpus,
+)
 from attentive_reader.corpus.synthetic.words import (
     CITIES,
     COUNTRIES,
@@ -17,6 +23,7 @@ from attentive_reader.corpus.synthetic.words import (
     ORG_SUFFIXES,
     SURNAMES,
 )
+from attentive_reader.errors import UserError
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -74,6 +81,53 @@ def write_corpus(
     if shape != DEFAULT_SHAPE:
         info["shape"] = shape.name
     (out / "synthetic.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return info
+
+
+def synthesize(
+    out_dir: str | Path,
+    num_stories: int,
+    seed: int = 0,
+    shape: StoryShape = DEFAULT_SHAPE,
+    *,
+    overwrite: bool = False,
+) -> dict:
+    """Generate and write a whole corpus, as ``attentive-reader synth`` does.
+
+    Writes the files of ``write_corpus`` and ``out_dir/entity_ruler/`` (``build_ruler_pipeline``
+    saved with ``to_disk``, usable as ``--spacy-model``).
+
+    Args:
+        out_dir: the output folder (created if missing).
+        num_stories: how many stories (stories ``0 .. num_stories - 1`` of ``seed``).
+        seed: the corpus seed.
+        shape: ``DEFAULT_SHAPE`` or ``COMPACT_SHAPE``.
+        overwrite: replace the ``.story`` files and entity ruler of an earlier run.
+
+    Returns:
+        The contents of ``synthetic.json``.
+
+    Raises:
+        UserError: ``out_dir`` is a file, or holds an earlier corpus and not ``overwrite``.
+        ValueError: if ``num_stories`` is not positive.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} exists and is not a folder; choose another OUT_DIR")
+    old_stories = sorted((out / "stories").glob("*.story")) if (out / "stories").is_dir() else []
+    if old_stories and not overwrite:
+        raise UserError(
+            f"{out / 'stories'} already holds {len(old_stories)} .story files; pass --overwrite "
+            "to replace them or choose another OUT_DIR"
+        )
+    if (out / "entity_ruler").exists() and not overwrite:
+        raise UserError(f"{out / 'entity_ruler'} exists; pass --overwrite to replace it")
+    stories = generate_corpus(num_stories, seed, shape)
+    for path in old_stories:
+        path.unlink()
+    shutil.rmtree(out / "entity_ruler", ignore_errors=True)
+    info = write_corpus(out, stories, seed, shape)
+    build_ruler_pipeline().to_disk(out / "entity_ruler")
     return info
 
 
