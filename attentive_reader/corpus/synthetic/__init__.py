@@ -21,10 +21,11 @@ compute baselines without a spaCy model, and ``build_ruler_pipeline`` gives a sp
 that recognises every name the generator can write when no statistical model is installed.
 
 The package's rooms: ``words.py`` (the word lists and templates of ``words.json`` /
-``templates.json``), ``story.py`` (the generator and its shapes), ``files.py`` (``.story``
-files, url lists, the entity ruler), ``baselines.py`` (ground-truth frequency baselines) and
-``toy.py`` (the already-anonymized toy relation task, a shape of its own written as a
-processed dataset).
+``templates.json``), ``shapes.py`` (story shapes and the generated records), ``story.py``
+(the generator), ``files.py`` (``.story`` files, url lists, the entity ruler, ``synthesize``),
+``baselines.py`` (ground-truth frequency baselines), ``toy.py`` (the already-anonymized toy
+relation task) and ``examples.py`` (generated examples written as a processed dataset with
+the normal manifest).
 """
 
 from attentive_reader.corpus.synthetic.baselines import (
@@ -41,7 +42,7 @@ from attentive_reader.corpus.synthetic.files import (
     synthesize,
     write_corpus,
 )
-from attentive_reader.corpus.synthetic.story import (
+from attentive_reader.corpus.synthetic.shapes import (
     COMPACT_SHAPE,
     DEFAULT_SHAPE,
     SHAPES,
@@ -51,11 +52,10 @@ from attentive_reader.corpus.synthetic.story import (
     SplitName,
     StoryShape,
     SyntheticStory,
-    generate_corpus,
-    generate_story,
     split_of,
     story_url,
 )
+from attentive_reader.corpus.synthetic.story import generate_corpus, generate_story
 from attentive_reader.corpus.synthetic.words import (
     AMOUNTS,
     CITIES,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from attentive_reader.corpus.baselines import exclusive_frequency, maximum_frequency
 from attentive_reader.corpus.records import entity_marker
-from attentive_reader.corpus.synthetic.story import SyntheticStory
+from attentive_reader.corpus.synthetic.shapes import SyntheticStory
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attentive_reader.corpus.records import Story
-from attentive_reader.corpus.synthetic.story import (
-    DEFAULT_SHAPE,
-    StoryShape,
-    SyntheticStory,
-    generate_corpus,
-)
+from attentive_reader.corpus.synthetic.shapes import DEFAULT_SHAPE, StoryShape, SyntheticStory
+from attentive_reader.corpus.synthetic.story import generate_corpus
 from attentive_reader.corpus.synthetic.words import (
     CITIES,
     COUNTRIES,
