@@ -38,11 +38,15 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)  # the driver died (e.g. kill -9): stop, as it can no longer collect
 
 
-def _start_worker(nlp: Language | None, model: str | None, parent: int) -> None:
+def _start_worker(
+    nlp: Language | None, model: str | None, needs_pipeline: bool, parent: int
+) -> None:
     """The pool's initializer: ignore Ctrl-C, hold the pipeline, watch the driver."""
     global _PIPELINE
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is handled by the driver
-    _PIPELINE = nlp if nlp is not None else load_pipeline(model)
+    if nlp is None and needs_pipeline:  # not inherited: load it here
+        nlp = load_pipeline(model)
+    _PIPELINE = nlp
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
@@ -72,7 +76,11 @@ class ShardPool:
     Args:
         num_proc: worker processes.
         model: the spaCy model name or directory (loaded by workers that do not fork).
-        nlp: the driver's loaded pipeline (inherited by forked workers), or ``None``.
+        nlp: the driver's loaded pipeline (inherited by forked workers), or ``None`` when no
+            shard holds a story (only ``.question`` inputs: no NER).
+
+    Raises:
+        RuntimeError: the workers could not start (e.g. the model failed to load in them).
     """
 
     def __init__(self, num_proc: int, model: str | None, nlp: Language | None) -> None:
@@ -82,12 +90,17 @@ class ShardPool:
             max_workers=num_proc,
             mp_context=context,
             initializer=_start_worker,
-            initargs=(nlp if fork else None, model, os.getpid()),
+            initargs=(nlp if fork else None, model, nlp is not None, os.getpid()),
         )
         self.pending: set[Future] = set()
         # Start the workers now, before the driver starts its progress thread (forking a
         # process with running threads is unsafe); the executor starts them at a first task.
-        self.executor.submit(_ready).result()
+        try:
+            self.executor.submit(_ready).result()
+        except BrokenProcessPool:
+            raise RuntimeError(
+                f"the {num_proc} worker processes could not start; run with --num-proc 1 to see why"
+            ) from None
 
     @property
     def in_flight(self) -> int:

@@ -323,6 +323,10 @@ def test_question_files_are_read_as_examples(corpus, model, tmp_path):
     original = json.loads((tmp_path / "stories" / "manifest.json").read_text())["statistics"]
     assert stats == original
     assert result.manifest["counts"]["by_kind"]["question_files"] == 150
+    # Workers load no pipeline for them either (this model does not exist).
+    options = _options("no_such_spacy_model", num_proc=2)
+    preprocess([str(tmp_path / "questions")], tmp_path / "two", options, progress=False)
+    assert _rows(tmp_path / "two") == _rows(tmp_path / "stories")
 
 
 def test_cli(corpus, model, tmp_path, capsys):
