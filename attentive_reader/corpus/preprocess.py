@@ -260,21 +260,33 @@ def preprocess(
         return _preprocess(inputs, Path(output), options, console, progress, guard)
 
 
-def _model(
-    options: PreprocessOptions, kinds: Sequence[str]
-) -> tuple[Language | None, dict | None, dict | None]:
-    """The NER pipeline, the model's identity (part of the run key) and the pipeline's info;
-    all ``None`` when every input is a ``.question`` directory (no NER needed)."""
+@dataclass(frozen=True)
+class _Pipeline:
+    """The run's NER pipeline; every field ``None`` when every input is a ``.question``
+    directory (no NER needed).
+
+    Attributes:
+        nlp: the loaded pipeline.
+        model: the model's identity (part of the run key).
+        info: the pipeline's name and version (``entities.pipeline_info``) for the manifest.
+    """
+
+    nlp: Language | None = None
+    model: dict | None = None
+    info: dict | None = None
+
+
+def _pipeline(options: PreprocessOptions, kinds: Sequence[str]) -> _Pipeline:
     if all(kind == "questions" for kind in kinds):
-        return None, None, None
+        return _Pipeline()
     nlp = load_pipeline(options.spacy_model)
-    pipeline = pipeline_info(nlp)
+    info = pipeline_info(nlp)
     model = {
         "model": _model_identity(options.spacy_model),
-        "name": pipeline["name"],
-        "version": pipeline["version"],
+        "name": info["name"],
+        "version": info["version"],
     }
-    return nlp, model, pipeline
+    return _Pipeline(nlp, model, info)
 
 
 @dataclass
@@ -301,8 +313,9 @@ def _preprocess(
     console = console or Console(stderr=True)
     kinds = input_kinds(inputs)
     url_lists = UrlLists.from_dir(options.url_lists) if options.url_lists else None
-    nlp, model, pipeline = _model(options, kinds)
-    fields = run_key_fields(inputs, kinds, options, model)
+    pipeline = _pipeline(options, kinds)
+    nlp = pipeline.nlp
+    fields = run_key_fields(inputs, kinds, options, pipeline.model)
     run_key = hashlib.sha1(json.dumps(fields, sort_keys=True).encode()).hexdigest()
     state = run_state(run_key, options)
     partial = options.num_shards > 1
@@ -403,7 +416,7 @@ def _preprocess(
     manifest = build_manifest(
         inputs=[{"path": input_identity(p, k), "kind": k} for p, k in zip(inputs, kinds)],
         options=options.to_json(),
-        pipeline=pipeline,
+        pipeline=pipeline.info,
         toolkit_version=__version__,
         grouping=grouping_info(),
         run_key=run_key,
