@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 from rich.console import Console
-from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.text import Text
 
 from attentive_reader.corpus.manifest import comparison_table, counts_table
@@ -33,12 +40,15 @@ SKIPS_SHOWN = 5
 
 
 class _RateColumn(ProgressColumn):
-    def render(self, task) -> Text:
+    """Records per second, once known."""
+
+    def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
         return Text(f"{speed:.1f} stories/s" if speed else "", style="progress.data.speed")
 
 
 def progress_bar(console: Console, enabled: bool) -> Progress:
+    """The run's progress bar: records done, their rate and the time taken."""
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

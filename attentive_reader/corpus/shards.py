@@ -83,6 +83,7 @@ class ShardTask:
 
 
 def input_kinds(inputs: Sequence[str]) -> list[str]:
+    """The kind of every input (``sources.detect_kind``); a ``UserError`` when there is none."""
     if not inputs:
         raise UserError(
             "no input given: name .story directories, archives, data files or .question directories"
@@ -158,6 +159,7 @@ def iter_items(
 
 
 def item_json(item: WorkItem) -> list:
+    """A record as JSON values (hashed into the shard key; sized for the estimate)."""
     record = item.record
     if isinstance(record, ClozeExample):
         return ["question", item.split, record.to_row()]
@@ -175,6 +177,7 @@ def shard_key(run_key: str, index: int, items: Iterable[WorkItem]) -> str:
 
 
 def chunks(items: Iterable[WorkItem], size: int) -> Iterator[list[WorkItem]]:
+    """The stream cut into shards of ``size`` records (the last one may be shorter)."""
     chunk: list[WorkItem] = []
     for item in items:
         chunk.append(item)
@@ -189,6 +192,7 @@ def chunks(items: Iterable[WorkItem], size: int) -> Iterator[list[WorkItem]]:
 
 
 def shard_paths(directory: Path, index: int) -> tuple[Path, Path]:
+    """The parquet file (examples) and JSON file (counts) of shard ``index``."""
     return directory / f"shard-{index:06d}.parquet", directory / f"shard-{index:06d}.json"
 
 
