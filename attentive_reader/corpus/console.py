@@ -33,7 +33,7 @@ from attentive_reader.corpus.sources import split_input
 from attentive_reader.faults import WriteGuard, format_size, size_of
 
 if TYPE_CHECKING:
-    from attentive_reader.corpus.preprocess import PreprocessResult
+    from attentive_reader.corpus.options import PreprocessResult
 
 # Skips printed at the end of a run (all of them are counted in the manifest).
 SKIPS_SHOWN = 5

@@ -1,8 +1,10 @@
-"""The options of a preprocessing run (``corpus.preprocess.preprocess``)."""
+"""The options of a preprocessing run (``corpus.preprocess.preprocess``) and its result."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
 
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
@@ -87,3 +89,27 @@ class PreprocessOptions:
         data["split_fractions"] = list(self.split_fractions)
         data["hf_splits"] = list(self.hf_splits) if self.hf_splits is not None else None
         return data
+
+
+@dataclass
+class PreprocessResult:
+    """What a run did.
+
+    Attributes:
+        output: the output directory.
+        manifest: the manifest written there.
+        status: ``done`` (a dataset or part was written) or ``up_to_date`` (the directory
+            already held the complete output of the same run; nothing was done).
+        processed_shards: shards processed by this run.
+        reused_shards: finished shards reused from an interrupted run.
+        seconds: wall time.
+        records_processed: records processed by this run (reused shards not counted).
+    """
+
+    output: Path
+    manifest: dict
+    status: Literal["done", "up_to_date"] = "done"
+    processed_shards: int = 0
+    reused_shards: int = 0
+    seconds: float = 0.0
+    records_processed: int = 0

@@ -44,7 +44,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import datasets
 import pyarrow as pa
@@ -70,7 +69,7 @@ from attentive_reader.corpus.manifest import (
     total,
     write_json_atomic,
 )
-from attentive_reader.corpus.options import PreprocessOptions
+from attentive_reader.corpus.options import PreprocessOptions, PreprocessResult
 from attentive_reader.corpus.outdir import (
     RUN_FILE,
     SHARDS_DIR,
@@ -111,30 +110,6 @@ __all__ = [
     "run_key_fields",
     "shard_key",
 ]
-
-
-@dataclass
-class PreprocessResult:
-    """What a run did.
-
-    Attributes:
-        output: the output directory.
-        manifest: the manifest written there.
-        status: ``done`` (a dataset or part was written) or ``up_to_date`` (the directory
-            already held the complete output of the same run; nothing was done).
-        processed_shards: shards processed by this run.
-        reused_shards: finished shards reused from an interrupted run.
-        seconds: wall time.
-        records_processed: records processed by this run (reused shards not counted).
-    """
-
-    output: Path
-    manifest: dict
-    status: Literal["done", "up_to_date"] = "done"
-    processed_shards: int = 0
-    reused_shards: int = 0
-    seconds: float = 0.0
-    records_processed: int = 0
 
 
 # --------------------------------------------------------------------------- output
