@@ -32,6 +32,12 @@ from attentive_reader.faults import is_write_fault
 _PIPELINE: Language | None = None
 
 
+WORKER_DIED = (
+    "a worker process died, for example killed for lack of memory; rerun the same command to "
+    "resume, with a smaller --shard-size or --num-proc"
+)
+
+
 def _watch_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(1.0)
@@ -108,8 +114,15 @@ class ShardPool:
         return len(self.pending)
 
     def submit(self, task: ShardTask) -> None:
-        """Queue ``task`` for the next free worker."""
-        self.pending.add(self.executor.submit(_run_shard, task))
+        """Queue ``task`` for the next free worker.
+
+        Raises:
+            RuntimeError: a worker process died since the last shard (the pool is broken).
+        """
+        try:
+            self.pending.add(self.executor.submit(_run_shard, task))
+        except BrokenProcessPool:
+            raise RuntimeError(WORKER_DIED) from None
 
     def collect(self) -> tuple[int, ShardCounts]:
         """Wait for the next finished shard; raise what its worker raised.
@@ -123,10 +136,7 @@ class ShardPool:
         try:
             index, counts = future.result()
         except BrokenProcessPool:
-            raise RuntimeError(
-                "a worker process died, for example killed for lack of memory; rerun the same "
-                "command to resume, with a smaller --shard-size or --num-proc"
-            ) from None
+            raise RuntimeError(WORKER_DIED) from None
         return index, ShardCounts.from_json(counts)
 
     def close(self) -> None:
