@@ -47,6 +47,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "attentive_reader.commands.heatmap",
         "per-token attention heatmaps (HTML, PNG, JSON)",
     ),
+    "answer": (
+        "attentive_reader.commands.answer",
+        "ask a trained reader which entity fills a query's blank in any document",
+    ),
+    "serve": (
+        "attentive_reader.commands.serve",
+        "a local web page to ask a reader about a document and see its attention",
+    ),
     "demo": (
         "attentive_reader.commands.demo",
         "the whole toolkit in one command on the built-in corpus",

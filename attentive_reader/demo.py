@@ -4,8 +4,9 @@ generate stories -> preprocess them with the real pipeline (spaCy NER) -> fit a 
 Lightning CLI and a shipped config -> test it -> the evaluation report (with the paper's
 baselines) -> attention heatmaps; all into one output directory, with a closing summary.
 
-Every step calls the same code as the matching ``attentive-reader`` subcommand, so what the demo
-shows is what a user gets on a real corpus.
+Every step calls the library function the matching ``attentive-reader`` subcommand calls
+(``preprocess``, ``training.run_cli``, ``eval.evaluate``, ``viz.checkpoint_heatmaps`` and
+``viz.write_heatmaps``), so what the demo shows is what a user gets on a real corpus.
 """
 
 from __future__ import annotations
@@ -17,11 +18,15 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from attentive_reader.errors import UserError
+
+if TYPE_CHECKING:
+    from attentive_reader.eval import Report
 
 MARKER_FILE = "demo.json"
 
@@ -193,7 +198,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> dict:
     timings["preprocess"] = time.perf_counter() - t
 
     # 3. Training through the Lightning CLI with the shipped config + the demo piece.
-    from attentive_reader.commands.train import run_cli
+    from attentive_reader.training import run_cli
 
     t = step(3, f"Training {config.stem} for {options.epochs} epochs")
     train_dir = out / "train"
@@ -220,23 +225,25 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> dict:
     timings["test"] = time.perf_counter() - t
 
     # 5. The evaluation report (exact accuracy, interval, breakdowns, baselines).
-    from attentive_reader.commands import evaluate, heatmap
+    from attentive_reader.eval import evaluate
+    from attentive_reader.viz import checkpoint_heatmaps, write_heatmaps
 
     t = step(5, "Evaluation report with the paper's baselines")
-    report_path = out / "report.json"
-    evaluate.main(
-        ["--ckpt", checkpoint, "--data", str(data), "--split", "test", "--out", str(report_path)]
-    )
-    report = json.loads(report_path.read_text())
+    report = evaluate(data, [checkpoint], split="test", progress=console.print)
+    report_path = report.write(out / "report.json")
+    console.print(f"{report.split}: {report.num_examples} examples of {data}\n")
+    console.print(report.markdown(), markup=False, highlight=False)
     timings["evaluate"] = time.perf_counter() - t
 
     # 6. Heatmaps.
     t = step(6, f"Attention heatmaps for {options.heatmaps} test examples")
     heatmaps = out / "heatmaps"
-    heatmap.main(
-        ["--ckpt", checkpoint, "--data", str(data), "--split", "test",
-         "--limit", str(options.heatmaps), "--out", str(heatmaps)]
-    )  # fmt: skip
+    pages = checkpoint_heatmaps(checkpoint, data, split="test", limit=options.heatmaps)
+    entries = write_heatmaps(
+        pages, heatmaps, title=f"Attention heatmaps: {Path(checkpoint).name} on test"
+    )
+    right = sum(e.correct for e in entries)
+    console.print(f"{len(entries)} examples ({right} correct) written to {heatmaps / 'index.html'}")
     timings["heatmaps"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - started
 
@@ -258,19 +265,18 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> dict:
     return summary
 
 
-def _system_accuracies(report: dict) -> dict[str, dict]:
-    """System name -> {accuracy, low, high, count} from an evaluation report."""
-    systems = {}
-    for system in report.get("systems", []):
-        overall = system["overall"]
-        systems[system["name"]] = {
-            "kind": system["kind"],
-            "accuracy": overall["accuracy"],
-            "low": overall["ci_low"],
-            "high": overall["ci_high"],
-            "count": overall["n"],
+def _system_accuracies(report: Report) -> dict[str, dict]:
+    """System name -> {kind, accuracy, low, high, count} from an evaluation report."""
+    return {
+        system.name: {
+            "kind": system.kind,
+            "accuracy": system.overall.accuracy,
+            "low": system.overall.ci_low,
+            "high": system.overall.ci_high,
+            "count": system.overall.n,
         }
-    return systems
+        for system in report.systems
+    }
 
 
 def _print_summary(summary: dict, console: Console) -> None:

@@ -1,7 +1,8 @@
 """``attentive-reader heatmap``: per-token attention heatmaps of a checkpoint on a split.
 
 For each chosen example: a self-contained HTML page, a JSON sidecar with the raw weights and
-(unless ``--no-png``) a PNG; then ``index.html`` linking them all.
+(unless ``--no-png``) a PNG; then ``index.html`` linking them all (``viz.checkpoint_heatmaps``
+and ``viz.write_heatmaps`` do the work).
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from attentive_reader.corpus.records import SPLITS, ClozeExample
+from attentive_reader.corpus.records import SPLITS
 from attentive_reader.errors import UserError
 from attentive_reader.faults import writing
-from attentive_reader.viz.heatmap import SCALES
+from attentive_reader.viz import SCALES, checkpoint_heatmaps, write_heatmaps
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,22 +55,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def select_rows(ids_in_split: list[str], ids: list[str] | None, limit: int) -> list[int]:
-    """Row indices of the requested ids (in the given order) or of the first ``limit`` rows.
-
-    Raises:
-        UserError: naming the ids that are not in the split.
-    """
-    if ids is None:
-        return list(range(min(limit, len(ids_in_split))))
-    position = {example_id: i for i, example_id in enumerate(ids_in_split)}
-    missing = [i for i in ids if i not in position]
-    if missing:
-        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-        raise UserError(f"{len(missing)} example id(s) not in the split: {shown}")
-    return [position[i] for i in dict.fromkeys(ids)]
-
-
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     with writing(args.out, "heatmap"):  # a second run on --out stops before any work
@@ -77,34 +62,20 @@ def main(argv: list[str]) -> int:
 
 
 def _heatmap(args: argparse.Namespace) -> int:
-    limit = 20 if args.limit is None else args.limit
-    if limit < 1:
-        raise UserError(f"--limit must be positive, got {limit}")
-    if args.batch_size < 1:
-        raise UserError(f"--batch-size must be positive, got {args.batch_size}")
     if args.clip <= 0:
         raise UserError(f"--clip must be positive, got {args.clip}")
-
-    from attentive_reader.eval.inference import iterate_predictions, load_for_split, resolve_device
-    from attentive_reader.viz.heatmap import heatmap_examples, write_heatmaps
-
-    device = resolve_device(args.device)
-    reader, datamodule = load_for_split(args.ckpt, args.data, device)
-    rows_table = datamodule.examples(args.split)
-    indices = select_rows(list(rows_table["id"]), args.ids, limit)
-    if not indices:
-        raise UserError(f"{args.data} [{args.split}] holds no examples")
-    rows = {
-        row.id: row for row in (ClozeExample.from_row(rows_table[i]) for i in indices)
-    }  # id -> stored example
-    pages = []
-    for batch, output in iterate_predictions(
-        reader, datamodule, args.split, indices=indices, batch_size=args.batch_size, device=device
-    ):
-        pages += heatmap_examples(output, rows, batch=batch, model=str(args.ckpt))
+    pages = checkpoint_heatmaps(
+        args.ckpt,
+        args.data,
+        split=args.split,
+        ids=args.ids,
+        limit=20 if args.limit is None else args.limit,
+        batch_size=args.batch_size,
+        device=args.device,
+    )
     if all(page.attention is None for page in pages):
         print(
-            f"note: {type(reader).__name__} has no attention; the pages show its predictions only",
+            "note: this reader has no attention; the pages show its predictions only",
             file=sys.stderr,
         )
     out = Path(args.out)

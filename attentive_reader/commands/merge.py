@@ -6,7 +6,7 @@ import argparse
 
 from rich.console import Console
 
-from attentive_reader.commands.preprocess import report
+from attentive_reader.corpus.console import print_report
 from attentive_reader.corpus.preprocess import merge
 
 
@@ -31,5 +31,5 @@ def main(argv: list[str]) -> int:
     """Run ``attentive-reader merge`` with ``argv`` (without the command name)."""
     args = build_parser().parse_args(argv)
     result = merge(args.parts, args.output, overwrite=args.overwrite)
-    report(result, Console(quiet=args.quiet))
+    print_report(result, Console(quiet=args.quiet))
     return 0

@@ -1,6 +1,7 @@
 """``attentive-reader preprocess``: news stories -> anonymized cloze dataset.
 
-Never imports torch: a user who only preprocesses does not load it.
+Parses the arguments into ``PreprocessOptions``, calls ``corpus.preprocess.preprocess`` and
+prints its summary (``corpus.console.print_report``). Never imports torch: a user who only preprocesses does not load it.
 """
 
 from __future__ import annotations
@@ -9,13 +10,10 @@ import argparse
 
 from rich.console import Console
 
+from attentive_reader.corpus.console import print_report
 from attentive_reader.corpus.entities import DEFAULT_LABELS
-from attentive_reader.corpus.manifest import comparison_table, counts_table
-from attentive_reader.corpus.preprocess import PreprocessOptions, PreprocessResult, preprocess
+from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
 from attentive_reader.errors import UserError
-
-# Skips printed at the end of a run (all of them are counted in the manifest).
-SKIPS_SHOWN = 5
 
 EPILOG = """\
 inputs (any mix, in order):
@@ -144,48 +142,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def report(result: PreprocessResult, console: Console) -> None:
-    """Print the end-of-run summary: statistics beside the published figures, skips."""
-    manifest = result.manifest
-    if result.status == "up_to_date":
-        console.print(f"{result.output} already holds the output of this command; nothing to do.")
-    if manifest.get("partial"):
-        part = manifest["partial"]
-        console.print(
-            f"Part {part['shard_index']} of {part['num_shards']}: {len(part['shard_indices'])} of "
-            f"{part['total_shards']} shards in {result.output}. Join the parts with "
-            "`attentive-reader merge PART_DIR ... --output DIR`."
-        )
-        console.print(counts_table(manifest))
-        return
-    console.print(comparison_table(manifest))
-    console.print(counts_table(manifest))
-    details = manifest.get("skip_details", [])
-    skipped = sum(manifest["counts"]["skipped"].values())
-    if details:
-        console.print(
-            f"First skips ({min(len(details), SKIPS_SHOWN)} of {skipped}; all counted in manifest.json):"
-        )
-        for skip in details[:SKIPS_SHOWN]:
-            console.print(
-                f"  [{skip['reason']}] {skip['source']}: {skip['detail']}",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
-    if manifest.get("merged_from"):
-        console.print(
-            f"Merged {len(manifest['merged_from'])} parts ({manifest['shards']} shards) into "
-            f"{result.output} in {result.seconds:.1f} s."
-        )
-    elif result.status == "done":
-        rate = result.records_processed / result.seconds if result.seconds else 0.0
-        console.print(
-            f"Wrote {result.output} in {result.seconds:.1f} s ({result.processed_shards} shards "
-            f"processed, {result.reused_shards} reused; {rate:.1f} stories/s)."
-        )
-
-
 def main(argv: list[str]) -> int:
     """Run ``attentive-reader preprocess`` with ``argv`` (without the command name)."""
     args = build_parser().parse_args(argv)
@@ -213,5 +169,5 @@ def main(argv: list[str]) -> int:
     result = preprocess(
         args.inputs, args.output, options, console=Console(stderr=True), progress=progress
     )
-    report(result, Console(quiet=args.quiet))
+    print_report(result, Console(quiet=args.quiet))
     return 0

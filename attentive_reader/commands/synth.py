@@ -12,11 +12,8 @@ without a statistical spaCy model). ``--compact`` writes the demo's short storie
 from __future__ import annotations
 
 import argparse
-import shutil
 import time
 from pathlib import Path
-
-from attentive_reader.errors import UserError
 
 DEFAULT_STORIES = 2000
 
@@ -67,36 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    """Run ``attentive-reader synth`` with ``argv`` (without the command name)."""
     args = build_parser().parse_args(argv)
-    from attentive_reader.corpus.synthetic import (
-        COMPACT_SHAPE,
-        DEFAULT_SHAPE,
-        build_ruler_pipeline,
-        generate_corpus,
-        write_corpus,
-    )
+    from attentive_reader.corpus.synthetic import COMPACT_SHAPE, DEFAULT_SHAPE, synthesize
 
     out = Path(args.out_dir)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"{out} exists and is not a folder; choose another OUT_DIR")
-    old_stories = sorted((out / "stories").glob("*.story")) if (out / "stories").is_dir() else []
-    if old_stories and not args.overwrite:
-        raise UserError(
-            f"{out / 'stories'} already holds {len(old_stories)} .story files; pass --overwrite "
-            "to replace them or choose another OUT_DIR"
-        )
-    for path in old_stories:
-        path.unlink()
-    if (out / "entity_ruler").exists():
-        if not args.overwrite:
-            raise UserError(f"{out / 'entity_ruler'} exists; pass --overwrite to replace it")
-        shutil.rmtree(out / "entity_ruler")
-
     started = time.perf_counter()
     shape = COMPACT_SHAPE if args.compact else DEFAULT_SHAPE
-    stories = generate_corpus(args.stories, args.seed, shape)
-    info = write_corpus(out, stories, args.seed, shape)
-    build_ruler_pipeline().to_disk(out / "entity_ruler")
+    info = synthesize(out, args.stories, args.seed, shape, overwrite=args.overwrite)
     splits = ", ".join(f"{split} {count}" for split, count in info["splits"].items())
     print(
         f"wrote {info['stories']} {'compact ' if args.compact else ''}synthetic stories "

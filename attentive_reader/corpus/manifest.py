@@ -324,3 +324,34 @@ def counts_table(manifest: dict) -> Table:
     for reason, n in counts["skipped"].items():
         table.add_row(f"skipped: {reason}", _fmt(n))
     return table
+
+
+def preprocessing_identity(manifest: dict | None) -> dict | None:
+    """How a dataset's text was anonymized, for a reader trained on it to read new text alike.
+
+    Recorded in every checkpoint trained on the dataset (``ClozeDataModule.state_dict``) and
+    read back by ``attentive_reader.api.Reader`` so that a document is anonymized exactly as
+    the training stories were.
+
+    Args:
+        manifest: a dataset's ``manifest.json`` (``read_manifest``), or ``None``.
+
+    Returns:
+        ``None`` without a manifest, else ``{"spacy": {name, version, spacy, components} or
+        None (DeepMind .question data: no pipeline ran), "spacy_model": the --spacy-model
+        given to preprocess (a name, a directory, or None for the installed default),
+        "labels", "lowercase", "max_context_tokens", "grouping_rules": the grouping rules'
+        version, "toolkit": the toolkit version that preprocessed}``.
+    """
+    if manifest is None:
+        return None
+    options = manifest.get("options") or {}
+    return {
+        "spacy": manifest.get("spacy"),
+        "spacy_model": options.get("spacy_model"),
+        "labels": list(options.get("labels") or []),
+        "lowercase": bool(options.get("lowercase", True)),
+        "max_context_tokens": options.get("max_context_tokens"),
+        "grouping_rules": (manifest.get("grouping") or {}).get("rules_version"),
+        "toolkit": (manifest.get("toolkit") or {}).get("version"),
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import json
 from collections.abc import Iterator, Sequence
@@ -16,6 +17,7 @@ import torch
 from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader, Dataset
 
+from attentive_reader.corpus.manifest import preprocessing_identity, read_manifest
 from attentive_reader.corpus.records import SPLITS, entity_index
 from attentive_reader.data.batching import BucketBatchSampler, EncodedExample, collate
 from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
@@ -25,6 +27,7 @@ Split = Literal["train", "validation", "test"]
 EntityIdPolicy = Literal["permute", "first_occurrence"]
 ENTITY_ID_POLICIES: tuple[str, ...] = ("permute", "first_occurrence")
 VOCAB_FILE = "vocab.json"
+PIPELINE_FILE = "pipeline.json"  # the preprocessing identity, beside vocab.json
 
 
 class EncodedSplit(Dataset):
@@ -187,6 +190,9 @@ class ClozeDataModule(pl.LightningDataModule):
         self.seed = seed
         self.predict_split = predict_split
         self._splits = _load_splits(self.path)
+        # How the dataset's text was anonymized (manifest.json), stored in checkpoints so that
+        # attentive_reader.api.Reader anonymizes a new document alike; None without a manifest.
+        self.pipeline: dict | None = preprocessing_identity(read_manifest(self.path))
         if vocab is not None:
             self.vocab = _read_vocabulary(Path(vocab))
         else:
@@ -324,8 +330,8 @@ class ClozeDataModule(pl.LightningDataModule):
         )
 
     def state_dict(self) -> dict[str, Any]:
-        """What checkpoints store: the vocabulary."""
-        return {"vocab": self.vocab.to_dict()}
+        """What checkpoints store: the vocabulary and the dataset's preprocessing identity."""
+        return {"vocab": self.vocab.to_dict(), "pipeline": self.pipeline}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Check that a checkpoint's vocabulary is the one in use.
@@ -341,13 +347,22 @@ class ClozeDataModule(pl.LightningDataModule):
             )
 
     @classmethod
-    def from_checkpoint(cls, ckpt_path: str | Path, **overrides: Any) -> ClozeDataModule:
+    def from_checkpoint(
+        cls, ckpt_path: str | Path, *, checkpoint: dict | None = None, **overrides: Any
+    ) -> ClozeDataModule:
         """The data module of a checkpoint, with its vocabulary.
 
         The checkpoint's data module arguments are the defaults; ``overrides`` replace them
         (e.g. ``path=`` another processed directory to evaluate on).
+
+        Args:
+            ckpt_path: the checkpoint file (recorded as the ``vocab`` argument).
+            checkpoint: the file's content when the caller has loaded it already
+                (``torch.load(..., weights_only=True)``), so that it is not read again.
+            **overrides: data module arguments that replace the stored ones.
         """
-        checkpoint = _load_checkpoint(Path(ckpt_path))
+        if checkpoint is None:
+            checkpoint = _load_checkpoint(Path(ckpt_path))
         stored = checkpoint.get("datamodule_hyper_parameters") or {}
         # Keys starting with "_" are the Lightning CLI's bookkeeping, not arguments.
         arguments = {key: value for key, value in stored.items() if not key.startswith("_")}
@@ -361,7 +376,11 @@ class ClozeDataModule(pl.LightningDataModule):
             raise UserError(
                 f"{ckpt_path} does not record its dataset directory; pass path=<directory>"
             )
-        return cls(**arguments)
+        token = _PRELOADED.set((Path(ckpt_path), checkpoint))  # the vocabulary comes from it
+        try:
+            return cls(**arguments)
+        finally:
+            _PRELOADED.reset(token)
 
     # --- internals -----------------------------------------------------------------------
 
@@ -420,6 +439,10 @@ class VocabularyWriter(Callback):
         directory = Path(directory or trainer.default_root_dir)
         directory.mkdir(parents=True, exist_ok=True)
         datamodule.vocab.save(directory / VOCAB_FILE)
+        if datamodule.pipeline is not None:
+            (directory / PIPELINE_FILE).write_text(
+                json.dumps(datamodule.pipeline, indent=1, ensure_ascii=False), encoding="utf-8"
+            )
 
 
 def _load_splits(path: Path) -> dict[str, datasets.Dataset]:
@@ -444,7 +467,17 @@ def _rows(batch: dict[str, list]) -> Iterator[dict]:
         yield dict(zip(keys, values))
 
 
+# The checkpoint ``from_checkpoint`` has in hand while it builds the module, so that reading
+# the vocabulary from the same file does not load it a second time.
+_PRELOADED: contextvars.ContextVar[tuple[Path, dict] | None] = contextvars.ContextVar(
+    "preloaded_checkpoint", default=None
+)
+
+
 def _load_checkpoint(path: Path) -> dict:
+    preloaded = _PRELOADED.get()
+    if preloaded is not None and preloaded[0] == path:
+        return preloaded[1]
     if not path.is_file():
         raise UserError(f"checkpoint not found: {path}")
     return torch.load(path, map_location="cpu", weights_only=True)

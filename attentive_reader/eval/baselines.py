@@ -1,208 +1,29 @@
-"""The non-neural baselines of Hermann et al. (2015), computed from the data alone.
+"""The non-neural baselines of Hermann et al. (2015): see ``corpus.baselines``.
 
-Each baseline maps one anonymized cloze question (context, query, candidates) to the entity
-marker it answers. They are pure functions over token sequences, so they are checked by hand
-on tiny examples and need neither a vocabulary nor a model.
-
-- **Maximum frequency**: the candidate entity seen most often in the context.
-- **Exclusive frequency**: the candidate seen most often in the context among those that do
-  not occur in the query (a query rarely mentions its own answer elsewhere).
-- **Word distance**: align the query's ``@placeholder`` with each occurrence of a candidate in
-  the context; every other query word then "expects" itself at the same offset around the
-  occurrence and pays the distance to the nearest context position holding the same word,
-  at most ``max_penalty`` (also what a word with no match nearby pays). A candidate scores
-  the smallest sum over its occurrences; the lowest score wins.
-
-Ties are broken by the candidates' order (first occurrence in the context), so every baseline
-is deterministic.
+They are pure functions over records and live on the ``corpus`` floor, where the synthetic
+corpus's ground-truth baselines use them too; this module keeps the evaluation's import path.
 """
 
-from __future__ import annotations
-
-import bisect
-from collections import Counter
-from collections.abc import Callable, Sequence
-from typing import Literal
-
-from attentive_reader.corpus.records import PLACEHOLDER, ClozeExample
-
-BaselineName = Literal["maximum_frequency", "exclusive_frequency", "word_distance"]
-BASELINES: tuple[BaselineName, ...] = (
-    "maximum_frequency",
-    "exclusive_frequency",
-    "word_distance",
+from attentive_reader.corpus.baselines import (
+    BASELINES,
+    BaselineName,
+    baseline_predictor,
+    exclusive_frequency,
+    maximum_frequency,
+    positions_by_word,
+    word_distance,
+    word_distance_score,
+    word_distance_scores,
 )
 
-
-def _candidates_or_error(candidates: Sequence[str]) -> Sequence[str]:
-    if not candidates:
-        raise ValueError("a cloze question needs at least one candidate entity in its context")
-    return candidates
-
-
-def maximum_frequency(context: Sequence[str], candidates: Sequence[str]) -> str:
-    """The candidate that occurs most often in ``context`` (ties: the earlier candidate).
-
-    Args:
-        context: the anonymized context tokens.
-        candidates: the candidate markers, in order of first occurrence.
-
-    Raises:
-        ValueError: if there are no candidates.
-    """
-    counts = Counter(context)
-    # max() keeps the first of equal keys, i.e. the earliest candidate.
-    return max(_candidates_or_error(candidates), key=lambda c: counts[c])
-
-
-def exclusive_frequency(
-    context: Sequence[str], query: Sequence[str], candidates: Sequence[str]
-) -> str:
-    """The most frequent candidate among those absent from the query.
-
-    When every candidate also occurs in the query, this falls back to ``maximum_frequency``
-    (the question must still be answered, and this is what the count alone says).
-
-    Args:
-        context: the anonymized context tokens.
-        query: the query tokens (with ``@placeholder``).
-        candidates: the candidate markers, in order of first occurrence.
-    """
-    in_query = set(query)
-    exclusive = [c for c in _candidates_or_error(candidates) if c not in in_query]
-    return maximum_frequency(context, exclusive or candidates)
-
-
-def word_distance_score(
-    context: Sequence[str],
-    query: Sequence[str],
-    position: int,
-    *,
-    max_penalty: int = 8,
-    window: int | None = None,
-    index: dict[str, list[int]] | None = None,
-) -> int:
-    """The distance between the query and the context when the placeholder sits at ``position``.
-
-    Each query word at offset ``d`` from the placeholder pays
-    ``min(max_penalty, min_i |i - (position + d)|)`` over the context positions ``i`` that hold
-    the same word (``max_penalty`` when there is none).
-
-    Args:
-        context: the anonymized context tokens.
-        query: the query tokens, with exactly one ``@placeholder``.
-        position: the context position the placeholder is aligned with.
-        max_penalty: the most one query word can cost (the paper's ``m = 8``).
-        window: if given, only query words within this many positions of the placeholder
-            count; ``None`` counts every query word (the paper's definition).
-        index: word -> sorted positions in ``context`` (computed when omitted; pass it to
-            score many positions of one context cheaply).
-
-    Raises:
-        ValueError: if the query has no ``@placeholder`` or ``max_penalty`` is not positive.
-    """
-    if max_penalty < 1:
-        raise ValueError(f"max_penalty must be a positive integer, got {max_penalty}")
-    if PLACEHOLDER not in query:
-        raise ValueError(f"the query has no {PLACEHOLDER}: {' '.join(query)!r}")
-    if index is None:
-        index = positions_by_word(context)
-    anchor = list(query).index(PLACEHOLDER)
-    total = 0
-    for j, word in enumerate(query):
-        offset = j - anchor
-        if offset == 0 or (window is not None and abs(offset) > window):
-            continue
-        target = position + offset
-        total += _nearest_distance(index.get(word, ()), target, max_penalty)
-    return total
-
-
-def _nearest_distance(positions: Sequence[int], target: int, cap: int) -> int:
-    """``min(cap, min |p - target|)`` over the sorted ``positions``."""
-    k = bisect.bisect_left(positions, target)
-    best = cap
-    if k < len(positions):
-        best = min(best, positions[k] - target)
-    if k > 0:
-        best = min(best, target - positions[k - 1])
-    return best
-
-
-def positions_by_word(tokens: Sequence[str]) -> dict[str, list[int]]:
-    """Word -> the sorted positions where it occurs in ``tokens``."""
-    index: dict[str, list[int]] = {}
-    for i, token in enumerate(tokens):
-        index.setdefault(token, []).append(i)
-    return index
-
-
-def word_distance_scores(
-    context: Sequence[str],
-    query: Sequence[str],
-    candidates: Sequence[str],
-    *,
-    max_penalty: int = 8,
-    window: int | None = None,
-) -> dict[str, int]:
-    """Each candidate's word-distance score: the minimum over its occurrences in the context.
-
-    A candidate that does not occur in the context scores ``max_penalty`` per counted query
-    word (it cannot be aligned at all).
-    """
-    if PLACEHOLDER not in query:
-        raise ValueError(f"the query has no {PLACEHOLDER}: {' '.join(query)!r}")
-    index = positions_by_word(context)
-    anchor = list(query).index(PLACEHOLDER)
-    counted = sum(
-        1
-        for j in range(len(query))
-        if j != anchor and (window is None or abs(j - anchor) <= window)
-    )
-    scores = {}
-    for candidate in candidates:
-        occurrences = index.get(candidate, [])
-        scores[candidate] = min(
-            (
-                word_distance_score(
-                    context, query, p, max_penalty=max_penalty, window=window, index=index
-                )
-                for p in occurrences
-            ),
-            default=max_penalty * counted,
-        )
-    return scores
-
-
-def word_distance(
-    context: Sequence[str],
-    query: Sequence[str],
-    candidates: Sequence[str],
-    *,
-    max_penalty: int = 8,
-    window: int | None = None,
-) -> str:
-    """The candidate with the lowest word-distance score (ties: the earlier candidate)."""
-    scores = word_distance_scores(
-        context, query, _candidates_or_error(candidates), max_penalty=max_penalty, window=window
-    )
-    return min(candidates, key=lambda c: scores[c])
-
-
-def baseline_predictor(
-    name: BaselineName, *, max_penalty: int = 8, window: int | None = None
-) -> Callable[[ClozeExample], str]:
-    """A function ``ClozeExample -> predicted marker`` for the baseline ``name``.
-
-    Raises:
-        ValueError: for an unknown name (the message lists the known ones).
-    """
-    if name == "maximum_frequency":
-        return lambda ex: maximum_frequency(ex.context, ex.candidates)
-    if name == "exclusive_frequency":
-        return lambda ex: exclusive_frequency(ex.context, ex.query, ex.candidates)
-    if name == "word_distance":
-        return lambda ex: word_distance(
-            ex.context, ex.query, ex.candidates, max_penalty=max_penalty, window=window
-        )
-    raise ValueError(f"unknown baseline {name!r}; choose one of {', '.join(BASELINES)}")
+__all__ = [
+    "BASELINES",
+    "BaselineName",
+    "baseline_predictor",
+    "exclusive_frequency",
+    "maximum_frequency",
+    "positions_by_word",
+    "word_distance",
+    "word_distance_score",
+    "word_distance_scores",
+]

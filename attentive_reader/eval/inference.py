@@ -2,13 +2,17 @@
 
 Lightning's ``test`` loop under DDP pads the last batches of a distributed sampler and
 averages per-process figures; a report needs each example once. This loop is the plain
-alternative the ``evaluate`` and ``heatmap`` commands share.
+alternative evaluation (``eval.evaluate``) and heatmaps (``viz.checkpoint_heatmaps``) share.
+``load_checkpoint`` reads a checkpoint file once for its hash, its reader and its data module.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import io
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -20,7 +24,8 @@ from attentive_reader.data.batching import ClozeBatch, collate
 from attentive_reader.data.datamodule import ClozeDataModule, Split
 from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
-from attentive_reader.models.loading import load_reader
+from attentive_reader.models.loading import reader_from_checkpoint
+from attentive_reader.models.predictions import BatchPrediction
 
 DeviceName = Literal["auto", "cpu", "cuda"]
 
@@ -38,22 +43,62 @@ def resolve_device(device: DeviceName | str) -> torch.device:
     return torch.device(device)
 
 
+@dataclass(frozen=True)
+class LoadedCheckpoint:
+    """A checkpoint read once: its hash, its reader and its data module over a dataset.
+
+    Attributes:
+        path: the checkpoint file.
+        sha256: the SHA-256 hex digest of the file's bytes.
+        reader: the reader, in eval mode, on the device it was loaded to.
+        datamodule: the checkpoint's data module (its vocabulary and options) over the
+            dataset directory it was loaded with.
+    """
+
+    path: Path
+    sha256: str
+    reader: ClozeReader
+    datamodule: ClozeDataModule
+
+
+def load_checkpoint(
+    ckpt: str | Path, data: str | Path, device: torch.device | str = "cpu"
+) -> LoadedCheckpoint:
+    """Read a checkpoint file once; hash it and build its reader and data module over ``data``.
+
+    The data module keeps the checkpoint's vocabulary and options (e.g. the context cap it
+    was trained with); only the dataset directory is replaced. The file is loaded with
+    ``torch.load(weights_only=True)``: no code in it is run.
+
+    Raises:
+        UserError: if the file is missing or not a reader checkpoint, or its reader and
+            vocabulary disagree.
+    """
+    path = Path(ckpt)
+    if not path.is_file():
+        raise UserError(f"checkpoint not found: {path}")
+    content = path.read_bytes()
+    try:
+        checkpoint = torch.load(io.BytesIO(content), map_location=device, weights_only=True)
+    except Exception as err:  # unpickling errors come in many types
+        raise UserError(f"{path} is not a readable checkpoint: {err}") from None
+    reader = reader_from_checkpoint(checkpoint, path, map_location=device)
+    datamodule = ClozeDataModule.from_checkpoint(path, checkpoint=checkpoint, path=str(data))
+    if datamodule.num_entities != reader.num_entities:
+        raise UserError(
+            f"{path}: the reader has {reader.num_entities} entity ids but its stored "
+            f"vocabulary has {datamodule.num_entities}; the checkpoint is inconsistent"
+        )
+    return LoadedCheckpoint(path, hashlib.sha256(content).hexdigest(), reader, datamodule)
+
+
 def load_for_split(
     ckpt: str | Path, data: str | Path, device: torch.device
 ) -> tuple[ClozeReader, ClozeDataModule]:
-    """A checkpoint's reader (eval mode, on ``device``) and its data module over ``data``.
-
-    The data module keeps the checkpoint's vocabulary and options (e.g. the context cap it
-    was trained with); only the dataset directory is replaced.
-    """
-    reader = load_reader(ckpt, map_location=device)
-    datamodule = ClozeDataModule.from_checkpoint(str(ckpt), path=str(data))
-    if datamodule.num_entities != reader.num_entities:
-        raise UserError(
-            f"{ckpt}: the reader has {reader.num_entities} entity ids but its stored "
-            f"vocabulary has {datamodule.num_entities}; the checkpoint is inconsistent"
-        )
-    return reader, datamodule
+    """A checkpoint's reader (eval mode, on ``device``) and its data module over ``data``
+    (``load_checkpoint`` without the hash)."""
+    loaded = load_checkpoint(ckpt, data, device)
+    return loaded.reader, loaded.datamodule
 
 
 def iterate_predictions(
@@ -64,7 +109,7 @@ def iterate_predictions(
     indices: Sequence[int] | None = None,
     batch_size: int = 64,
     device: torch.device | None = None,
-) -> Iterator[tuple[ClozeBatch, dict]]:
+) -> Iterator[tuple[ClozeBatch, BatchPrediction]]:
     """``(batch, reader.predict_step(batch))`` over ``split`` in stored order.
 
     Args:

@@ -20,6 +20,7 @@ from torchmetrics.classification import MulticlassAccuracy
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.output import ReaderOutput
+from attentive_reader.models.predictions import BatchPrediction
 from attentive_reader.nn.answer import (
     AnswerLayerName,
     OutputAnswer,
@@ -293,29 +294,13 @@ class ClozeReader(pl.LightningModule):
     def test_step(self, batch: ClozeBatch, batch_idx: int) -> None:
         self._shared_step(batch, "test")
 
-    def predict_step(self, batch: ClozeBatch, batch_idx: int, dataloader_idx: int = 0) -> dict:
-        """Predictions for one batch, on the CPU.
-
-        Returns:
-            ``{"ids": list[str], "logits": (b, e), "probs": (b, e) (0 for non-candidates),
-            "attention": (b, n) | (b, m, n) | None, "selected": (b, k) | None,
-            "answer": (b,), "prediction": (b,)}``.
-        """
-        output = self(batch)
-        logits = output.logits.float()  # (b, e)
-
-        def cpu(tensor: Tensor | None) -> Tensor | None:
-            return None if tensor is None else tensor.detach().float().cpu()
-
-        return {
-            "ids": list(batch.ids),
-            "logits": logits.detach().cpu(),
-            "probs": torch.softmax(logits, dim=-1).detach().cpu(),
-            "attention": cpu(output.attention),
-            "selected": None if output.selected is None else output.selected.detach().cpu(),
-            "answer": batch.answer.detach().cpu(),
-            "prediction": logits.argmax(dim=-1).detach().cpu(),
-        }
+    def predict_step(
+        self, batch: ClozeBatch, batch_idx: int, dataloader_idx: int = 0
+    ) -> BatchPrediction:
+        """Predictions for one batch, on the CPU, with the reader's ``extras`` (e.g. the
+        Gated-Attention Reader's ``hop_attention``); ``.records()`` gives one ``Prediction``
+        per example."""
+        return BatchPrediction.of(batch, self(batch))
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         """The optimiser of the ``optimizer``, ``lr``, ``weight_decay`` and

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -42,6 +43,23 @@ def load_reader(path: str | Path, map_location: str | torch.device = "cpu") -> C
         checkpoint = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # unpickling errors come in many types
         raise UserError(f"{path} is not a readable checkpoint: {err}") from None
+    return reader_from_checkpoint(checkpoint, path, map_location)
+
+
+def reader_from_checkpoint(
+    checkpoint: Any, path: str | Path, map_location: str | torch.device = "cpu"
+) -> ClozeReader:
+    """The reader of an already loaded checkpoint (``torch.load(..., weights_only=True)``),
+    in eval mode: for callers that read the file once for several uses.
+
+    Args:
+        checkpoint: the loaded checkpoint.
+        path: where it came from, for error messages.
+        map_location: where to put the weights.
+
+    Raises:
+        UserError: if it is not a reader checkpoint or names a class that cannot be imported.
+    """
     class_path = reader_class_path(checkpoint) if isinstance(checkpoint, dict) else None
     if class_path is None or "state_dict" not in checkpoint:
         raise UserError(f"{path} is not a reader checkpoint (it records no reader class)")

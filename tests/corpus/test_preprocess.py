@@ -323,6 +323,10 @@ def test_question_files_are_read_as_examples(corpus, model, tmp_path):
     original = json.loads((tmp_path / "stories" / "manifest.json").read_text())["statistics"]
     assert stats == original
     assert result.manifest["counts"]["by_kind"]["question_files"] == 150
+    # Workers load no pipeline for them either (this model does not exist).
+    options = _options("no_such_spacy_model", num_proc=2)
+    preprocess([str(tmp_path / "questions")], tmp_path / "two", options, progress=False)
+    assert _rows(tmp_path / "two") == _rows(tmp_path / "stories")
 
 
 def test_cli(corpus, model, tmp_path, capsys):
@@ -380,3 +384,82 @@ def test_preprocessing_never_needs_torch(corpus, model, tmp_path):
         [sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(root)}
     )
     assert (tmp_path / "out" / "manifest.json").is_file()
+
+
+# --- The worker pool --------------------------------------------------------------------------
+
+
+def _shard_task(corpus: Path, tmp_path: Path, model: str):
+    from attentive_reader.corpus.shards import ShardTask, input_kinds, iter_items
+
+    options = _options(model)
+    items = tuple(iter_items([str(corpus)], input_kinds([str(corpus)]), options))[:4]
+    (tmp_path / "shards").mkdir()
+    return ShardTask(0, "key", items, str(tmp_path / "shards"), options.cloze_options(), 8, False)
+
+
+def test_the_pool_gives_what_one_process_gives_and_says_when_a_worker_dies(corpus, model, tmp_path):
+    from attentive_reader.corpus.entities import load_pipeline
+    from attentive_reader.corpus.shards import process_shard
+    from attentive_reader.corpus.workers import ShardPool
+
+    task = _shard_task(corpus, tmp_path, model)
+    nlp = load_pipeline(model)
+    here = process_shard(task, nlp)
+    pool = ShardPool(2, model, nlp)
+    try:
+        pool.submit(task)
+        assert pool.in_flight == 1
+        assert pool.collect() == (0, here) and pool.in_flight == 0
+        worker = pool.executor.submit(os.getpid).result()
+        assert worker != os.getpid()
+        os.kill(worker, signal.SIGKILL)  # e.g. the kernel's out-of-memory killer
+        with pytest.raises(RuntimeError, match="a worker process died.*rerun the same command"):
+            for _ in range(20):  # the pool may take a moment to notice
+                pool.submit(task)
+                pool.collect()
+                time.sleep(0.2)
+    finally:
+        pool.terminate()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")  # exited (a zombie waits for init to reap it)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+def test_workers_stop_when_the_driver_is_killed(model, tmp_path):
+    pids = tmp_path / "pids.json"
+    script = tmp_path / "driver.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import json, os, time
+            from attentive_reader.corpus.workers import ShardPool
+            pool = ShardPool(2, {model!r}, None)
+            workers = {{pool.executor.submit(os.getpid).result() for _ in range(20)}}
+            open({str(pids)!r}, "w").write(json.dumps(sorted(workers)))
+            time.sleep(120)
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    driver = subprocess.Popen([sys.executable, str(script)], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not pids.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = json.loads(pids.read_text())
+        assert workers and driver.pid not in workers
+        driver.kill()  # kill -9: the driver cannot stop its workers itself
+        driver.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while not all(_gone(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(_gone(pid) for pid in workers)
+    finally:
+        driver.kill()

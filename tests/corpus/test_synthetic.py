@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import string
 from collections import Counter
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 
 from attentive_reader.cli import main
 from attentive_reader.corpus import synthetic
+from attentive_reader.corpus.manifest import read_manifest
 from attentive_reader.corpus.records import Story
 from attentive_reader.corpus.sources import UrlLists, parse_story
 from attentive_reader.corpus.synthetic import (
@@ -27,6 +30,8 @@ from attentive_reader.corpus.synthetic import (
     ground_truth_questions,
     write_corpus,
 )
+from attentive_reader.corpus.synthetic.examples import write_examples
+from attentive_reader.corpus.synthetic.toy import toy_example, write_toy_dataset
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +57,42 @@ def test_same_seed_gives_identical_bytes(tmp_path):
     assert files_a == files_b
     other = [s.story for s in generate_corpus(40, seed=4)]
     assert [s.story for s in generate_corpus(40, seed=3)] != other
+
+
+# SHA-256 of the .story texts of stories 0-59 of seed 11, written by the generator before its
+# word lists became package data (commit 269f844): the corpus must never change silently.
+GOLDEN = {
+    "default": "6f06db5093f3a7a92a89cbfab9f53b26e85de973868bff2f3305df73c44a47f3",
+    "compact": "208c6d8d3f7175d163c2958845ea0e4069145e4dc2894c482a47b65c97269261",
+}
+
+
+@pytest.mark.parametrize("shape", [DEFAULT_SHAPE, COMPACT_SHAPE], ids=lambda s: s.name)
+def test_the_corpus_is_byte_identical_to_the_one_before_the_data_files(shape):
+    digest = hashlib.sha256()
+    for item in generate_corpus(60, 11, shape):
+        digest.update(format_story(item.story).encode())
+    assert digest.hexdigest() == GOLDEN[shape.name]
+
+
+def _fields(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def test_templates_use_exactly_their_slots_and_known_words():
+    words = {"role", "when", "years", "amount", "thousands"}
+    for kind in synthetic.FACT_KINDS:
+        slots = {slot for slot, _ in kind.slots}
+        for template in kind.article + kind.highlight:
+            # Every argument is named once; the rest are plain words.
+            assert _fields(template) & {"P", "Q", "O", "R", "G"} == slots, (kind.name, template)
+            assert _fields(template) - slots <= words, template
+    for label, templates in synthetic.FILLERS_ONE.items():
+        assert label in ("PERSON", "GPE", "ORG")
+        assert all(_fields(t) - words == {"X"} for t in templates)
+    assert all(_fields(t) - words == {"X", "Y"} for t in synthetic.FILLERS_TWO)
+    assert all(not _fields(t) for t in synthetic.FILLERS_NONE)
+    assert len({kind.name for kind in synthetic.FACT_KINDS}) == len(synthetic.FACT_KINDS) == 9
 
 
 def test_story_n_does_not_depend_on_corpus_size():
@@ -323,3 +364,83 @@ def test_synth_command_compact(tmp_path, capsys):
         text = (out / "stories" / f"{item.story.id}.story").read_text(encoding="utf-8")
         assert text == format_story(item.story)
     assert '"shape": "compact"' in (out / "synthetic.json").read_text()
+
+
+# --- Generated cloze examples as a processed dataset (the toy task) ---------------------------
+
+
+def test_write_examples_round_trips_with_the_normal_manifest(tmp_path):
+    import datasets
+
+    from attentive_reader.corpus.records import ClozeExample
+
+    def example(i: int, context: str) -> ClozeExample:
+        return ClozeExample(
+            id=f"g{i}",
+            story_id=f"s{i}",
+            context=tuple(context.split()),
+            query=("@entity0", "met", "@placeholder"),
+            answer="@entity1",
+            candidates=("@entity0", "@entity1"),
+            entities={"@entity0": "Ada", "@entity1": "Bo"},
+        )
+
+    train = [example(0, "@entity0 met @entity1 ."), example(1, "@entity1 saw @entity0 twice .")]
+    manifest = write_examples(
+        tmp_path / "d", {"train": train, "test": [example(2, "@entity0 @entity1")]},
+        source="unit", options={"n": 3},
+    )  # fmt: skip
+    assert read_manifest(tmp_path / "d") == manifest and manifest["complete"]
+    assert manifest["source"] == "unit" and manifest["options"] == {"n": 3}
+    assert manifest["examples"] == {"train": 2, "validation": 0, "test": 1}
+    assert manifest["counts"]["read"] == manifest["counts"]["kept"] == 3
+    # One document per example: context tokens (4 + 5 + 2) / 3, two entities, 3-token queries.
+    assert manifest["statistics"]["context_tokens"] == pytest.approx(11 / 3, abs=1e-3)
+    assert manifest["statistics"]["entities_per_document"] == 2.0
+    assert manifest["statistics"]["query_tokens"] == 3.0
+    loaded = datasets.load_from_disk(str(tmp_path / "d"))
+    assert [ClozeExample.from_row(r) for r in loaded["train"]] == train
+    assert len(loaded["validation"]) == 0
+    with pytest.raises(ValueError, match="unknown split"):
+        write_examples(tmp_path / "e", {"dev": train}, source="unit", options={})
+
+
+def test_the_toy_dataset_is_its_examples_with_the_normal_manifest(tmp_path):
+    import datasets
+    import numpy as np
+
+    from attentive_reader.corpus.records import ClozeExample
+
+    path = write_toy_dataset(tmp_path / "toy", num_train=5, num_validation=2, num_test=3, seed=4)
+    rng = np.random.default_rng(4)
+    expected = {
+        split: [toy_example(rng, f"toy-{split}-{i}") for i in range(n)]
+        for split, n in (("train", 5), ("validation", 2), ("test", 3))
+    }
+    loaded = datasets.load_from_disk(str(path))
+    assert {s: [ClozeExample.from_row(r) for r in loaded[s]] for s in expected} == expected
+    manifest = read_manifest(path)
+    assert manifest is not None and manifest["source"] == "toy"
+    assert manifest["options"]["seed"] == 4 and manifest["examples"]["test"] == 3
+
+
+def test_synthesize_refuses_an_earlier_corpus_without_touching_it(tmp_path):
+    from attentive_reader.corpus.synthetic import synthesize
+    from attentive_reader.errors import UserError
+
+    info = synthesize(tmp_path / "c", 6, seed=2, shape=COMPACT_SHAPE)
+    assert info["stories"] == 6 and info["shape"] == "compact"
+    before = _files(tmp_path / "c")
+    assert before == {
+        **_files(tmp_path / "c"),
+        **{f"stories/{s.story.id}.story": format_story(s.story).encode()
+           for s in generate_corpus(6, 2, COMPACT_SHAPE)},
+    }  # fmt: skip
+    with pytest.raises(UserError, match="already holds 6 .story files; pass --overwrite"):
+        synthesize(tmp_path / "c", 3, seed=2)
+    assert _files(tmp_path / "c") == before
+    synthesize(tmp_path / "c", 3, seed=2, overwrite=True)
+    assert len(list((tmp_path / "c" / "stories").glob("*.story"))) == 3
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="is not a folder"):
+        synthesize(tmp_path / "file", 3)

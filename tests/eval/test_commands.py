@@ -1,8 +1,9 @@
 """``attentive-reader evaluate`` and ``heatmap`` end to end on the toy task, and the
-prediction-writer callback from ``Trainer.predict``."""
+prediction-writer callback from ``Trainer.predict`` (checkpoints: ``conftest.toy_run``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -16,54 +17,8 @@ from attentive_reader.eval.report import build_report
 pytestmark = pytest.mark.slow
 
 
-def _fit_one_step(reader_class, datamodule, path: Path, **options) -> Path:
-    import pytorch_lightning as pl
-
-    reader = reader_class(
-        datamodule.vocab_size, datamodule.num_entities, 8, hidden_dim=8, **options
-    )
-    trainer = pl.Trainer(
-        max_steps=1,
-        limit_val_batches=0,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        use_distributed_sampler=False,
-    )
-    trainer.fit(reader, datamodule)
-    trainer.save_checkpoint(path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def toy_run(tmp_path_factory):
-    """A tiny toy dataset and two one-step checkpoints (Attentive, Impatient)."""
-    import pytorch_lightning as pl
-
-    from attentive_reader.data.datamodule import ClozeDataModule
-    from attentive_reader.data.toy import write_toy_dataset
-    from attentive_reader.models import AttentiveReader, ImpatientReader
-
-    root = tmp_path_factory.mktemp("toy")
-    data = write_toy_dataset(root / "data", num_train=16, num_validation=4, num_test=11)
-    pl.seed_everything(0, verbose=False)
-    datamodule = ClozeDataModule(str(data), batch_size=8, num_entities=8)
-    attentive = _fit_one_step(AttentiveReader, datamodule, root / "attentive.ckpt")
-    impatient = _fit_one_step(
-        ImpatientReader,
-        datamodule,
-        root / "impatient.ckpt",
-        optimizer="rmsprop",
-        lr=5e-5,
-        optimizer_options={"alpha": 0.95, "momentum": 0.9},
-    )
-    return data, attentive, impatient
-
-
 def test_evaluate_reports_every_example_once(toy_run, tmp_path, capsys):
-    data, attentive, impatient = toy_run
+    data, attentive, impatient = toy_run.data, toy_run.attentive, toy_run.impatient
     out = tmp_path / "report.json"
     argv = ["evaluate", "--ckpt", str(attentive), str(impatient), "--data", str(data)]
     assert cli([*argv, "--split", "test", "--out", str(out), "--batch-size", "4"]) == 0
@@ -96,7 +51,7 @@ def test_evaluate_reports_every_example_once(toy_run, tmp_path, capsys):
 
 
 def test_evaluate_errors_are_one_line(toy_run, tmp_path, capsys):
-    data, attentive, _ = toy_run
+    data = toy_run.data
     assert cli(["evaluate", "--ckpt", str(tmp_path / "none.ckpt"), "--data", str(data)]) == 2
     assert "checkpoint not found" in capsys.readouterr().err
     assert cli(["evaluate", "--data", str(tmp_path)]) == 2
@@ -110,7 +65,7 @@ def test_evaluate_out_has_one_writer_and_a_full_disk_leaves_no_half_report(
 
     import attentive_reader.corpus.manifest as manifest
 
-    data, _, _ = toy_run
+    data = toy_run.data
     out = tmp_path / "report.json"
     argv = ["evaluate", "--data", str(data), "--out", str(out)]
     first = lock_holder(out, "evaluate")
@@ -143,7 +98,7 @@ class _Links(HTMLParser):
 
 
 def test_heatmap_command_writes_pages(toy_run, tmp_path, capsys):
-    data, attentive, impatient = toy_run
+    data, impatient = toy_run.data, toy_run.impatient
     out = tmp_path / "maps"
     ids = ["toy-test-3", "toy-test-0"]
     argv = ["heatmap", "--ckpt", str(impatient), "--data", str(data), "--out", str(out)]
@@ -174,7 +129,7 @@ def test_heatmap_writer_from_trainer_predict(toy_run, tmp_path):
     from attentive_reader.models.loading import load_reader
     from attentive_reader.viz.heatmap import HeatmapWriter
 
-    data, attentive, _ = toy_run
+    data, attentive = toy_run.data, toy_run.attentive
     reader = load_reader(attentive)
     datamodule = ClozeDataModule.from_checkpoint(str(attentive), path=str(data), batch_size=4)
     writer = HeatmapWriter(str(tmp_path / "pred"), limit=5, png=False)
@@ -195,3 +150,61 @@ def test_heatmap_writer_from_trainer_predict(toy_run, tmp_path):
     assert (tmp_path / "pred" / "index.html").is_file()
     index = json.loads((tmp_path / "pred" / "index.json").read_text())
     assert [e["id"] for e in index] == [f"toy-test-{i}" for i in range(5)]
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    """(width, height) from a PNG's IHDR chunk."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_heatmap_command_shows_the_gated_readers_hops(toy_run, tmp_path, capsys):
+    """A 3-hop Gated-Attention checkpoint: one row per gated hop in the JSON, HTML and PNG,
+    equal to the reader's own hop attention on the example read alone (no padding)."""
+    import torch
+
+    from attentive_reader.eval.inference import iterate_predictions, load_checkpoint
+    from attentive_reader.viz.heatmap import HeatmapExample
+    from attentive_reader.viz.png import render_png
+
+    out = tmp_path / "hops"
+    argv = ["heatmap", "--ckpt", str(toy_run.gated), "--data", str(toy_run.data)]
+    assert cli([*argv, "--out", str(out), "--limit", "3", "--batch-size", "2"]) == 0
+    assert "3 examples" in capsys.readouterr().out
+    loaded = load_checkpoint(toy_run.gated, toy_run.data)
+    for row_index in range(3):
+        (path,) = out.glob(f"toy-test-{row_index}-*.json")
+        sidecar = json.loads(path.read_text())
+        n, m = len(sidecar["context"]), len(sidecar["query"])
+        hops = sidecar["hop_attention"]  # (K - 1, n, m), K = 3
+        assert len(hops) == 2 and all(len(hop) == n for hop in hops)
+        for hop in hops:
+            for weights in hop:
+                assert len(weights) == m and sum(weights) == pytest.approx(1.0, abs=1e-5)
+        # The grid: per hop, the mean over the context tokens of each query token's weight.
+        grid = sidecar["hop_query_attention"]
+        for k in range(2):
+            expected = [sum(hops[k][t][i] for t in range(n)) / n for i in range(m)]
+            assert grid[k] == pytest.approx(expected)
+            assert sum(grid[k]) == pytest.approx(1.0, abs=1e-5)
+        # Read alone (batch of one: no padding), the reader gives the same hop attention.
+        ((_, alone),) = iterate_predictions(
+            loaded.reader, loaded.datamodule, "test", indices=[row_index], batch_size=1
+        )
+        (record,) = alone.records()
+        assert record.hop_attention.shape == (2, n, m)
+        assert torch.allclose(record.hop_attention, torch.tensor(hops), atol=1e-5)
+
+        page = (out / f"{path.stem}.html").read_text()
+        assert "Gated-Attention hops" in page
+        for k in (1, 2):  # one row per hop: a grid row and a document row of n tokens
+            assert page.count(f"<th>hop {k}</th>") == 1
+            assert page.count(f" hop {k}: most on ") == n
+        assert "hop 3" not in page
+        png = out / f"{path.stem}.png"
+        example = HeatmapExample.from_json(sidecar)
+        plain = tmp_path / f"plain-{row_index}.png"
+        render_png(dataclasses.replace(example, hop_attention=None), plain)
+        width, height = _png_size(png)
+        assert (width, height) != _png_size(plain) and height > _png_size(plain)[1]

@@ -287,19 +287,14 @@ def test_lightning_loop_metrics_predict_and_checkpoint(tmp_path):
     assert result["test_acc"] == pytest.approx(expected)
 
     (prediction,) = trainer.predict(reader, loader(val))
-    assert set(prediction) == {
-        "ids",
-        "logits",
-        "probs",
-        "attention",
-        "selected",
-        "answer",
-        "prediction",
-    }
-    assert prediction["ids"] == val[0].ids and prediction["selected"] is None
-    assert torch.allclose(prediction["probs"].sum(-1), torch.ones(8))
-    assert (prediction["probs"][~val[0].candidates] == 0).all()
-    assert torch.equal(prediction["prediction"], prediction["logits"].argmax(-1))
+    from attentive_reader.models.predictions import BatchPrediction
+
+    assert isinstance(prediction, BatchPrediction)
+    assert prediction.ids == val[0].ids and prediction.selected is None
+    assert torch.equal(prediction.context_lengths, val[0].context_mask.sum(-1))
+    assert torch.allclose(prediction.probs.sum(-1), torch.ones(8))
+    assert (prediction.probs[~val[0].candidates] == 0).all()
+    assert torch.equal(prediction.prediction, prediction.logits.argmax(-1))
 
     path = tmp_path / "reader.ckpt"
     trainer.save_checkpoint(path)

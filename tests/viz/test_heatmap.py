@@ -3,6 +3,7 @@
 import html
 import json
 import math
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -190,7 +191,29 @@ def test_json_round_trip_and_files(tmp_path):
     a = assert_self_contained(index)
     assert [e.correct for e in entries] == [False, True]
     assert f"./{stem}.html" in a.urls
-    assert "1 answered correctly" in " ".join(a.text)
+    assert "2 examples, 1 of 2 answered correctly" in " ".join(a.text)
+
+
+def test_a_document_without_gold_answer_gets_no_verdict(tmp_path):
+    """A question about a user's document (``attentive-reader answer --heatmap``) has no gold
+    answer: no correct / wrong verdict, no gold outline, nothing counted as answered."""
+    ex = make_example(answer=None)
+    assert ex.correct is None
+    a = assert_self_contained(render_html(ex))
+    text = " ".join(a.text)
+    assert "no gold answer" in text and "correct" not in text and "wrong" not in text
+    token_classes = re.findall(r'class="([^"]*)"', render_html(ex))
+    assert not [c for c in token_classes if "gold" in c.split() and "key" not in c.split()]
+    assert [
+        c
+        for c in re.findall(r'class="([^"]*)"', render_html(make_example()))
+        if "gold" in c.split() and "key" not in c.split()
+    ]
+    assert HeatmapExample.from_json(json.loads(json.dumps(ex.to_json()))) == ex
+    write_heatmaps([ex], tmp_path)
+    index = " ".join(audit((tmp_path / "index.html").read_text(encoding="utf-8")).text)
+    assert "1 examples." in index and "answered correctly" not in index
+    assert (tmp_path / f"{file_stem(ex.id)}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_index_escapes_ids():
@@ -228,17 +251,22 @@ def test_heatmap_examples_from_a_prediction_batch():
             candidates=("@entity0",),
         ),
     }
+    from attentive_reader.models.predictions import BatchPrediction
+
     probs = torch.zeros(2, 4)
     probs[0, 0], probs[0, 1], probs[1, 0] = 0.25, 0.75, 1.0
-    prediction = {
-        "ids": ["x", "y"],
-        "probs": probs,
-        "prediction": torch.tensor([1, 0]),
-        "answer": torch.tensor([1, 0]),
-        "attention": torch.tensor([[0.1, 0.6, 0.2, 0.1], [0.5, 0.5, 0.0, 0.0]]),
+    prediction = BatchPrediction(
+        ids=["x", "y"],
+        logits=probs.log(),
+        probs=probs,
+        prediction=torch.tensor([1, 0]),
+        answer=torch.tensor([1, 0]),
+        attention=torch.tensor([[0.1, 0.6, 0.2, 0.1], [0.5, 0.5, 0.0, 0.0]]),
         # k = 3 without replacement: y has only 2 tokens, its empty slot holds -1.
-        "selected": torch.tensor([[1, 2, 0], [0, 1, -1]]),
-    }
+        selected=torch.tensor([[1, 2, 0], [0, 1, -1]]),
+        context_lengths=torch.tensor([4, 2]),
+        query_lengths=torch.tensor([2, 2]),
+    )
     a, b = heatmap_examples(prediction, rows)
     assert a.probabilities == {"@entity1": 0.75, "@entity0": 0.25}
     assert a.prediction == "@entity1" and a.correct and a.selected == (0, 1, 2)
@@ -264,7 +292,7 @@ def test_soft_reader_weights_in_the_sidecar_sum_to_one(tmp_path):
     lengths = set()
     for batch, output in iterate_predictions(reader, datamodule, "test", batch_size=6):
         assert not bool(batch.context_mask.all())  # the batch is padded
-        for ex in heatmap_examples(output, rows, batch=batch):
+        for ex in heatmap_examples(output, rows):
             sidecar = json.loads(json.dumps(ex.to_json()))
             assert len(sidecar["attention"]) == len(rows[ex.id].context)
             assert sum(sidecar["attention"]) == pytest.approx(1.0, abs=1e-5)
@@ -346,3 +374,18 @@ def test_heatmaps_on_a_real_full_disk_then_more_space(small_disk, undisturbed):
     small_disk.resize("8m")
     write_heatmaps(_three(), out)
     assert _folder(out) == undisturbed
+
+
+def test_names_of_the_split_modules_stay_importable_from_heatmap():
+    """Configs name ``attentive_reader.viz.heatmap.HeatmapWriter``; tests and users import the
+    writers from ``viz.heatmap``: they resolve to the modules of one concern each."""
+    from jsonargparse._util import import_object
+
+    import attentive_reader.viz.heatmap as heatmap
+    from attentive_reader.viz import callback, files, html, png
+
+    assert import_object("attentive_reader.viz.heatmap.HeatmapWriter") is callback.HeatmapWriter
+    assert heatmap.write_heatmaps is files.write_heatmaps and heatmap.file_stem is files.file_stem
+    assert heatmap.render_html is html.render_html and heatmap.render_png is png.render_png
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        heatmap.nope  # noqa: B018

@@ -1,0 +1,447 @@
+"""``evaluate(...) -> Report``: exact cloze accuracy of checkpoints beside the paper's baselines.
+
+Every example of the split is read exactly once, in one process, by every checkpoint; the
+non-neural baselines are computed from the same examples. Each checkpoint file is read once
+(its hash, reader and vocabulary come from the same bytes). The ``Report`` holds every figure
+and the inputs; ``Report.to_json()`` is the JSON report of ``attentive-reader evaluate --out``
+and ``Report.markdown()`` its tables.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attentive_reader import __version__
+from attentive_reader.corpus.manifest import write_json_atomic
+from attentive_reader.corpus.records import SPLITS, ClozeExample
+from attentive_reader.errors import UserError
+from attentive_reader.eval.report import (
+    DEFAULT_CANDIDATE_EDGES,
+    DEFAULT_LENGTH_EDGES,
+    Accuracy,
+    SystemKind,
+    baseline_predictions,
+    build_report,
+    markdown_tables,
+)
+
+if TYPE_CHECKING:
+    from attentive_reader.data.datamodule import Split
+
+
+@dataclass(frozen=True)
+class SystemResult:
+    """One system's figures in a report.
+
+    Attributes:
+        name: the baseline's name or the checkpoint's name in the tables.
+        kind: ``"baseline"`` or ``"model"``.
+        overall: accuracy over every example.
+        by_context_length: bucket label -> accuracy.
+        by_num_candidates: bucket label -> accuracy.
+    """
+
+    name: str
+    kind: SystemKind
+    overall: Accuracy
+    by_context_length: dict[str, Accuracy]
+    by_num_candidates: dict[str, Accuracy]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "overall": self.overall.to_dict(),
+            "by_context_length": {k: v.to_dict() for k, v in self.by_context_length.items()},
+            "by_num_candidates": {k: v.to_dict() for k, v in self.by_num_candidates.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SystemResult:
+        return cls(
+            name=data["name"],
+            kind=data["kind"],
+            overall=Accuracy(**data["overall"]),
+            by_context_length={k: Accuracy(**v) for k, v in data["by_context_length"].items()},
+            by_num_candidates={k: Accuracy(**v) for k, v in data["by_num_candidates"].items()},
+        )
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """What a report records about one evaluated checkpoint.
+
+    Attributes:
+        name: its name in the tables (its path; made unique when a path repeats).
+        path: the checkpoint file as given.
+        sha256: the SHA-256 of the file.
+        reader: the reader class (``module.Class``).
+        hyper_parameters: the reader's init arguments.
+        optimizer: what trained it: ``name``, ``lr`` (resolved), ``weight_decay`` and the
+            optimiser's further options.
+        max_context_tokens: the context cap the data module applies.
+        seconds: the time spent reading the split.
+    """
+
+    name: str
+    path: str
+    sha256: str
+    reader: str
+    hyper_parameters: dict[str, Any]
+    optimizer: dict[str, Any]
+    max_context_tokens: int | None
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "reader": self.reader,
+            "hyper_parameters": dict(self.hyper_parameters),
+            "optimizer": dict(self.optimizer),
+            "max_context_tokens": self.max_context_tokens,
+            "seconds": self.seconds,
+            "name": self.name,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CheckpointInfo:
+        return cls(**{key: data[key] for key in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class EvaluationOptions:
+    """The options a report was made with.
+
+    Attributes:
+        batch_size: examples per forward pass.
+        device: the device asked for (``auto``, ``cpu``, ``cuda``, ``cuda:N``).
+        max_penalty: the word-distance baseline's largest cost of one query word.
+        window: the word-distance baseline's window around the placeholder (``None``: all).
+        baseline_seconds: the time the baselines took.
+    """
+
+    batch_size: int = 64
+    device: str = "auto"
+    max_penalty: int = 8
+    window: int | None = None
+    baseline_seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "batch_size": self.batch_size,
+            "device": self.device,
+            "word_distance": {"max_penalty": self.max_penalty, "window": self.window},
+            "baseline_seconds": self.baseline_seconds,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EvaluationOptions:
+        distance = data.get("word_distance", {})
+        return cls(
+            batch_size=data["batch_size"],
+            device=data["device"],
+            max_penalty=distance.get("max_penalty", 8),
+            window=distance.get("window"),
+            baseline_seconds=data.get("baseline_seconds", 0.0),
+        )
+
+
+@dataclass(frozen=True)
+class Report:
+    """An evaluation report: the figures of the baselines and the checkpoints on one split.
+
+    Attributes:
+        tool: what made it (``attentive-reader <version> evaluate``).
+        created: when (ISO 8601, UTC).
+        data: the dataset directory (absolute).
+        split: the evaluated split.
+        manifest: the dataset's ``manifest.json`` (``None`` when it has none).
+        checkpoints: the evaluated checkpoints, in the order given.
+        options: the options used.
+        num_examples: the number of examples, each read once by each system.
+        length_edges: lower bounds of the context-length buckets (tokens).
+        candidate_edges: lower bounds of the number-of-candidates buckets.
+        systems: the baselines first, then the checkpoints.
+        predictions: system name -> the predicted marker of each example, in stored order
+            (not part of the JSON report).
+    """
+
+    tool: str
+    created: str
+    data: str
+    split: str
+    manifest: dict[str, Any] | None
+    checkpoints: tuple[CheckpointInfo, ...]
+    options: EvaluationOptions
+    num_examples: int
+    length_edges: tuple[int, ...]
+    candidate_edges: tuple[int, ...]
+    systems: tuple[SystemResult, ...]
+    predictions: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+
+    def system(self, name: str) -> SystemResult:
+        """The figures of the system called ``name``.
+
+        Raises:
+            KeyError: naming the systems the report holds.
+        """
+        for system in self.systems:
+            if system.name == name:
+                return system
+        raise KeyError(f"no system {name!r}; the report has {[s.name for s in self.systems]}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON report (the keys of ``attentive-reader evaluate --out``)."""
+        return {
+            "tool": self.tool,
+            "created": self.created,
+            "inputs": {
+                "data": self.data,
+                "split": self.split,
+                "manifest": self.manifest,
+                "checkpoints": [c.to_json() for c in self.checkpoints],
+                "options": self.options.to_json(),
+            },
+            "num_examples": self.num_examples,
+            "buckets": {
+                "context_length": {"unit": "tokens", "lower_bounds": list(self.length_edges)},
+                "num_candidates": {
+                    "unit": "entities",
+                    "lower_bounds": list(self.candidate_edges),
+                },
+            },
+            "systems": [s.to_json() for s in self.systems],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Report:
+        """A report read back from its JSON (``predictions`` are not stored there)."""
+        inputs, buckets = data["inputs"], data["buckets"]
+        return cls(
+            tool=data["tool"],
+            created=data["created"],
+            data=inputs["data"],
+            split=inputs["split"],
+            manifest=inputs.get("manifest"),
+            checkpoints=tuple(CheckpointInfo.from_json(c) for c in inputs["checkpoints"]),
+            options=EvaluationOptions.from_json(inputs["options"]),
+            num_examples=data["num_examples"],
+            length_edges=tuple(buckets["context_length"]["lower_bounds"]),
+            candidate_edges=tuple(buckets["num_candidates"]["lower_bounds"]),
+            systems=tuple(SystemResult.from_json(s) for s in data["systems"]),
+        )
+
+    def markdown(self) -> str:
+        """The overall table, then one table per breakdown (accuracies in percent)."""
+        return markdown_tables(self.to_json())
+
+    def write(self, path: str | Path) -> Path:
+        """Write the JSON report atomically (a full disk never leaves half a report)."""
+        path = Path(path)
+        write_json_atomic(path, self.to_json())
+        return path
+
+
+def load_examples(data: str | Path, split: Split) -> list[ClozeExample]:
+    """The stored examples of ``split`` in stored order.
+
+    Raises:
+        UserError: if ``data`` is not a processed dataset or lacks the split.
+    """
+    import datasets
+
+    data = Path(data)
+    if not (data / "dataset_dict.json").is_file():
+        raise UserError(
+            f"{data} is not a processed dataset directory (no dataset_dict.json); create one "
+            "with 'attentive-reader preprocess'"
+        )
+    loaded = datasets.load_from_disk(str(data))
+    if split not in loaded:
+        raise UserError(f"{data} has no {split!r} split (it has {', '.join(loaded) or 'none'})")
+    return [ClozeExample.from_row(row) for row in loaded[split]]
+
+
+def read_manifest(data: str | Path) -> dict[str, Any] | None:
+    """The dataset's ``manifest.json``, or ``None`` when it has none.
+
+    Raises:
+        UserError: if the manifest is not valid JSON.
+    """
+    path = Path(data) / "manifest.json"
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise UserError(f"{path}: not valid JSON ({err}); preprocess the dataset again") from None
+
+
+def evaluate(
+    data: str | Path,
+    checkpoints: Sequence[str | Path] = (),
+    *,
+    split: Split = "test",
+    batch_size: int = 64,
+    device: str = "auto",
+    length_edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
+    candidate_edges: Sequence[int] = DEFAULT_CANDIDATE_EDGES,
+    max_penalty: int = 8,
+    window: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """Evaluate checkpoints (and the paper's baselines) on every example of a split.
+
+    Args:
+        data: a processed dataset directory.
+        checkpoints: reader checkpoints; none gives a baselines-only report.
+        split: ``train``, ``validation`` or ``test``.
+        batch_size: examples per forward pass.
+        device: ``auto`` (a GPU when there is one), ``cpu``, ``cuda`` or ``cuda:N``.
+        length_edges: ascending lower bounds of the context-length buckets (tokens).
+        candidate_edges: ascending lower bounds of the number-of-candidates buckets.
+        max_penalty: word-distance baseline: the most one query word can cost (paper: 8).
+        window: word-distance baseline: count only query words this close to the
+            placeholder (``None``: every query word, as in the paper).
+        progress: called with a line before each checkpoint is read (e.g. ``print``).
+
+    Returns:
+        The report; ``report.to_json()`` is what ``attentive-reader evaluate --out`` writes.
+
+    Raises:
+        UserError: for a bad option, a missing checkpoint, a dataset that is not one or
+            an empty split, or a checkpoint whose data order differs from the dataset's.
+    """
+    if split not in SPLITS:
+        raise UserError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if batch_size < 1:
+        raise UserError(f"--batch-size must be positive, got {batch_size}")
+    if max_penalty < 1:
+        raise UserError(f"--max-penalty must be positive, got {max_penalty}")
+    for flag, edges in (
+        ("--length-buckets", length_edges),
+        ("--candidate-buckets", candidate_edges),
+    ):
+        if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
+            raise UserError(f"{flag} must be strictly ascending, got {list(edges)}")
+    data = Path(data)
+    for ckpt in checkpoints:
+        if not Path(ckpt).is_file():
+            raise UserError(f"checkpoint not found: {ckpt}")
+    examples = load_examples(data, split)
+    if not examples:
+        raise UserError(f"{data} [{split}] holds no examples")
+
+    started = time.perf_counter()
+    baselines = baseline_predictions(examples, max_penalty=max_penalty, window=window)
+    baseline_seconds = round(time.perf_counter() - started, 3)
+
+    models: dict[str, list[str]] = {}
+    infos: list[CheckpointInfo] = []
+    if checkpoints:
+        from attentive_reader.eval.inference import resolve_device
+
+        resolved = resolve_device(device)
+        taken: set[str] = set(baselines)
+        for ckpt in checkpoints:
+            if progress is not None:
+                progress(f"evaluating {ckpt} on {len(examples)} examples ({resolved})")
+            name = _unique_name(str(ckpt), taken)
+            predictions, info = _model_predictions(
+                ckpt, name, data, split, examples, batch_size, resolved
+            )
+            models[name] = predictions
+            infos.append(info)
+
+    figures = build_report(
+        examples,
+        models,
+        baselines=baselines,
+        length_edges=length_edges,
+        candidate_edges=candidate_edges,
+    )
+    return Report(
+        tool=f"attentive-reader {__version__} evaluate",
+        created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        data=str(data.resolve()),
+        split=split,
+        manifest=read_manifest(data),
+        checkpoints=tuple(infos),
+        options=EvaluationOptions(
+            batch_size=batch_size,
+            device=device,
+            max_penalty=max_penalty,
+            window=window,
+            baseline_seconds=baseline_seconds,
+        ),
+        num_examples=figures["num_examples"],
+        length_edges=tuple(length_edges),
+        candidate_edges=tuple(candidate_edges),
+        systems=tuple(SystemResult.from_json(s) for s in figures["systems"]),
+        predictions={k: tuple(v) for k, v in {**baselines, **models}.items()},
+    )
+
+
+def _model_predictions(
+    ckpt: str | Path,
+    name: str,
+    data: Path,
+    split: Split,
+    examples: Sequence[ClozeExample],
+    batch_size: int,
+    device: Any,
+) -> tuple[list[str], CheckpointInfo]:
+    """One checkpoint's predicted marker for every example, and what the report records."""
+    from attentive_reader.eval.inference import iterate_predictions, load_checkpoint
+
+    loaded = load_checkpoint(ckpt, data, device)  # the file is read here, once
+    reader, datamodule = loaded.reader, loaded.datamodule
+    started = time.perf_counter()
+    predictions: list[str] = []
+    for _, batch_prediction in iterate_predictions(
+        reader, datamodule, split, batch_size=batch_size, device=device
+    ):
+        for record in batch_prediction.records():
+            position = len(predictions)
+            if position >= len(examples) or examples[position].id != record.id:
+                raise UserError(
+                    f"{ckpt}: the reader's data order differs from {data} [{split}] at row "
+                    f"{position} (example {record.id}); is it the same dataset?"
+                )
+            predictions.append(record.marker)
+    if len(predictions) != len(examples):
+        raise UserError(
+            f"{ckpt}: {len(predictions)} predictions for {len(examples)} examples of {split}"
+        )
+    info = CheckpointInfo(
+        name=name,
+        path=str(ckpt),
+        sha256=loaded.sha256,
+        reader=f"{type(reader).__module__}.{type(reader).__qualname__}",
+        hyper_parameters={k: v for k, v in reader.hparams.items() if not k.startswith("_")},
+        # What trained the reader (its own arguments, with the learning rate resolved).
+        optimizer={
+            "name": reader.optimizer_name,
+            "lr": reader.lr,
+            "weight_decay": reader.weight_decay,
+            **reader.optimizer_options,
+        },
+        max_context_tokens=datamodule.max_context_tokens,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    return predictions, info
+
+
+def _unique_name(name: str, taken: set[str]) -> str:
+    candidate, k = name, 2
+    while candidate in taken:
+        candidate, k = f"{name} ({k})", k + 1
+    taken.add(candidate)
+    return candidate

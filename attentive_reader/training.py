@@ -1,0 +1,106 @@
+"""Training through the Lightning CLI, as a library call: ``run_cli(["fit", "--config", ...])``.
+
+Any ``ClozeReader`` subclass is a model (``model.class_path``), ``ClozeDataModule`` is the
+data; the data module's vocabulary size and entity count are linked into the model's init
+arguments. The optimiser is a reader argument (``--model.optimizer``, ``--model.lr``, ...):
+the CLI has no ``--optimizer`` / ``--lr_scheduler`` blocks, so what trained a reader is
+recorded once, in its hyperparameters. Checkpoints keep the best ``val_acc`` and
+``last.ckpt``; ``vocab.json`` is written beside them. The ``fit``, ``validate``, ``test`` and
+``predict`` commands and the demo call ``run_cli``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
+from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
+
+from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
+from attentive_reader.errors import UserError
+from attentive_reader.models.base import ClozeReader
+from attentive_reader.run_lock import LockingTrainer
+
+SUBCOMMANDS = ("fit", "validate", "test", "predict")
+# Lightning's special --ckpt_path values, which name no file.
+_SPECIAL_CKPT_PATHS = ("last", "best", "hpc", "registry")
+
+
+def _vocab_from_ckpt_path(ckpt_path: str | None) -> str | None:
+    """The data module's ``vocab`` for a ``--ckpt_path``: the checkpoint's own vocabulary."""
+    if ckpt_path is None or ckpt_path in _SPECIAL_CKPT_PATHS:
+        return None
+    return ckpt_path
+
+
+class ReaderCLI(LightningCLI):
+    """The Lightning CLI with the links and callbacks the readers need."""
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.link_arguments(
+            "data.vocab_size", "model.init_args.vocab_size", apply_on="instantiate"
+        )
+        parser.link_arguments(
+            "data.num_entities", "model.init_args.num_entities", apply_on="instantiate"
+        )
+        parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
+        parser.set_defaults(
+            {
+                "checkpoint.monitor": "val_acc",
+                "checkpoint.mode": "max",
+                "checkpoint.save_last": True,
+                "checkpoint.filename": "best-{epoch}-{step}-{val_acc:.4f}",
+                "checkpoint.auto_insert_metric_name": False,
+            }
+        )
+
+    def before_instantiate_classes(self) -> None:
+        config = self.config[self.subcommand] if self.subcommand else self.config
+        # Evaluating or resuming a checkpoint reads the data with the checkpoint's vocabulary
+        # (a link cannot express this: ckpt_path is added after add_arguments_to_parser).
+        if config.data.get("vocab") is None:
+            config.data.vocab = _vocab_from_ckpt_path(config.get("ckpt_path"))
+        # The Rich bar is a default callback; Lightning refuses one when the bar is off.
+        if config.trainer.get("enable_progress_bar") is False:
+            self.trainer_defaults["callbacks"] = [
+                callback
+                for callback in self.trainer_defaults["callbacks"]
+                if not isinstance(callback, RichProgressBar)
+            ]
+
+
+def run_cli(argv: list[str]) -> ReaderCLI:
+    """Run the Lightning CLI on ``argv`` (``argv[0]`` is the subcommand) and return it.
+
+    The returned CLI holds the trainer, model and data module (the demo reads the best
+    checkpoint and tests through them).
+    """
+    if not argv or argv[0] not in SUBCOMMANDS:
+        raise UserError(f"the first argument must be one of {', '.join(SUBCOMMANDS)}")
+    for arg in argv:
+        if arg.split("=", 1)[0].split(".", 1)[0] in ("--optimizer", "--lr_scheduler"):
+            raise UserError(
+                f"{arg}: the optimiser is a reader argument here, recorded in the checkpoint: "
+                "use --model.optimizer sgd|adam|rmsprop, --model.lr, --model.weight_decay and "
+                "--model.optimizer_options '{momentum: 0.9}' (a config's model.init_args)"
+            )
+    with warnings.catch_warnings():
+        # The console entry passes sys.argv[1:] as ``args``; Lightning warns about having both.
+        warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
+        return ReaderCLI(
+            ClozeReader,
+            ClozeDataModule,
+            subclass_mode_model=True,
+            trainer_class=LockingTrainer,  # one run per log folder (run_lock.py)
+            # One way to set the optimiser: the reader's own arguments (recorded in checkpoints).
+            auto_configure_optimizers=False,
+            args=argv,
+            trainer_defaults={
+                "default_root_dir": "runs",
+                # The data module shards batches across ranks itself (BucketBatchSampler).
+                "use_distributed_sampler": False,
+                "callbacks": [RichProgressBar(), VocabularyWriter()],
+            },
+            # The resolved config is saved into the run's log directory (never ./config.yaml).
+            save_config_kwargs={"overwrite": True},
+        )

@@ -1,0 +1,102 @@
+"""A tiny trained reader for the answering tests (``tests/test_api*.py``, ``tests/serve``).
+
+The synthetic corpus (``attentive-reader synth``), preprocessed with its entity-ruler
+pipeline (no model download) and a context cap, then trained for a few steps with
+``attentive-reader fit`` and a shipped config, all in this process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTEXT_CAP = 300
+
+
+@dataclass(frozen=True)
+class TrainedReader:
+    """What ``train_tiny_reader`` made.
+
+    Attributes:
+        corpus: the synthetic corpus (``stories/``, ``url_lists/``, ``entity_ruler/``).
+        data: the processed dataset.
+        ckpt: the checkpoint ``fit`` wrote (``last.ckpt``).
+    """
+
+    corpus: Path
+    data: Path
+    ckpt: Path
+
+    @property
+    def ruler(self) -> Path:
+        return self.corpus / "entity_ruler"
+
+    def story_file(self, story_id: str) -> Path:
+        return self.corpus / "stories" / f"{story_id}.story"
+
+
+_TRAINED: dict[str, TrainedReader] = {}
+
+
+def shared_tiny_reader(tmp_path_factory) -> TrainedReader:
+    """``train_tiny_reader`` once per test session (the API, CLI and page tests share it)."""
+    if "reader" not in _TRAINED:
+        _TRAINED["reader"] = train_tiny_reader(tmp_path_factory.mktemp("answer"))
+    return _TRAINED["reader"]
+
+
+def train_tiny_reader(
+    root: Path, *, stories: int = 24, config: str = "attentive_reader"
+) -> TrainedReader:
+    """Synthesize, preprocess and fit a tiny reader under ``root``."""
+    from attentive_reader.cli import main as cli
+
+    corpus, data, runs = root / "corpus", root / "data", root / "runs"
+    assert cli(["synth", str(corpus), "--stories", str(stories), "--seed", "5"]) == 0
+    assert (
+        cli(
+            [
+                "preprocess",
+                str(corpus / "stories"),
+                "--url-lists",
+                str(corpus / "url_lists"),
+                "--spacy-model",
+                str(corpus / "entity_ruler"),
+                "--max-context-tokens",
+                str(CONTEXT_CAP),
+                "--output",
+                str(data),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    fit = [
+        "fit",
+        "--config",
+        str(ROOT / "configs" / f"{config}.yaml"),
+        "--data.path",
+        str(data),
+        "--data.batch_size",
+        "8",
+        "--model.init_args.embedding_dim",
+        "8",
+        "--model.init_args.hidden_dim",
+        "8",
+        "--trainer.max_steps",
+        "3",
+        "--trainer.limit_val_batches",
+        "1",
+        "--trainer.logger",
+        "false",
+        "--trainer.enable_progress_bar",
+        "false",
+        "--trainer.enable_model_summary",
+        "false",
+        "--trainer.default_root_dir",
+        str(runs),
+    ]
+    assert cli(fit) == 0
+    (ckpt,) = runs.glob("**/last.ckpt")
+    return TrainedReader(corpus, data, ckpt)
