@@ -65,8 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     lines = [header, ["---"] * len(header)]
     for label, key in ROWS:
         published = [PUBLISHED[c].get(key) for c in corpora]
-        lines.append([label, str(report[key]), *("" if p is None else str(p) for p in published)])
+        value = str(report[key])
+        if key in report["intervals"]:
+            value += f" ± {report['intervals'][key]}"
+        lines.append([label, value, *("" if p is None else str(p) for p in published)])
     print(f"{args.dataset}: {report['questions']} questions, {report['documents']} documents")
+    print("(± : half-width of the 95% interval, in points)")
     for line in lines:
         print("| " + " | ".join(line) + " |")
     if report["related_kinds"]:

@@ -33,6 +33,13 @@ Grouping (``group_mentions``, coreference-lite) within one story, on the mention
    join "Without America" (WORK_OF_ART). Entities that fail this test are not candidates
    either, so they cannot make a mention ambiguous.
 
+Later rules (issue 14; docs/anonymization.md has an example of each): demonyms, aliases,
+plurals and acronyms (``canonical_key``), first names and middle names (rule 4), a title
+before a name is ignored ("Mr Yeaman" is "Yeaman", rule 10, with a guard for a relative of
+the other gender), and a mention that is two names glued together by a lost full stop, or a
+name with a possessive inside, is cut (``_split_glued``, rule 11). The labels GPE, LOC and
+FAC agree with each other.
+
 Entities are numbered (``Entity.id``) by their first NER mention in the document.
 
 Names (``alias_table``): every key of every entity plus the unambiguous trailing sub-spans
@@ -53,6 +60,7 @@ import importlib.util
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import spacy
 from spacy.language import Language
@@ -104,8 +112,10 @@ INSTALL_HINT = (
 
 # Bumped whenever a grouping rule or name table changes the entities of some story, so that
 # datasets made before and after are told apart (manifest.json, resume keys). 1: exact
-# match, trailing sub-span, ambiguity, labels; 2: the rules of issue 14 (rules 4-9).
-GROUPING_RULES_VERSION = 2
+# match, trailing sub-span, ambiguity, labels; 2: the rules of issue 14 (rules 4-9); 3:
+# titles, glued captions, inner possessives, middle names, a first name before the full
+# name, typographic apostrophes, place labels agreeing (rules 4, 10, 11).
+GROUPING_RULES_VERSION = 3
 
 _LEADING_WORDS = frozenset({"the"})
 _POSSESSIVES = frozenset({"'s", "’s", "'", "’"})
@@ -297,6 +307,41 @@ PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
 GROUP_LABELS = frozenset({"NORP", "ORG"})  # names with a plural: "Houthi" / "Houthis"
 _ACRONYM_SKIP = frozenset({"of", "the", "and", "for", "de", "on", "in", "&"})
 
+# Titles before a person's name, ignored when grouping (rule 10): "Mr Yeaman" is "Yeaman",
+# "President Barack Obama" is "Barack Obama". Compared without a final dot ("Rev." = "Rev").
+# Royal and religious titles are left out: what follows them is a first name ("Prince
+# George", "Pope Francis"), which must not then join another "George ..." as a surname would.
+MALE_TITLES = frozenset({"mr", "mister", "sir", "lord"})
+FEMALE_TITLES = frozenset({"mrs", "ms", "miss", "dame", "lady"})
+TITLES: frozenset[Key] = frozenset(
+    {(t,) for t in MALE_TITLES | FEMALE_TITLES}
+    | {
+        (t,)
+        for t in (
+            "dr doctor prof professor rev reverend president senator sen rep congressman "
+            "congresswoman governor gov mayor judge justice chancellor minister secretary "
+            "general gen colonel col major maj captain capt lieutenant lt sergeant sgt "
+            "officer detective det constable inspector chief coach commissioner ambassador"
+        ).split()
+    }
+    | {
+        ("prime", "minister"),
+        ("first", "minister"),
+        ("vice", "president"),
+        ("first", "lady"),
+        ("chief", "executive"),
+        ("secretary", "of", "state"),
+        ("attorney", "general"),
+        ("supreme", "leader"),
+        ("det", "sgt"),
+        ("det", "insp"),
+        ("detective", "sergeant"),
+        ("detective", "inspector"),
+        ("chief", "inspector"),
+    }
+)
+_LONGEST_TITLE = max(len(t) for t in TITLES)
+
 
 def is_prefixed(key: Key) -> bool:
     """Whether a key starts with a prefix and a hyphen ("anti", "-", "saudi")."""
@@ -358,10 +403,73 @@ def find_mentions(doc: Doc, labels: Iterable[str]) -> list[Mention]:
         start, end = _trim(ent)
         if start == end or (mentions and start < mentions[-1].end):
             continue
-        span = doc[start:end]
-        words = tuple(t.text for t in span if not t.is_space)
-        mentions.append(Mention(start, end, normalize_name(span.text), ent.label_, words))
-    return mentions
+        mentions.append(_mention(doc, start, end, ent.label_))
+    return _split_glued(doc, mentions)
+
+
+def _place_or_team(key: Key, labels: set[str]) -> bool:
+    return is_place(key) or "ORG" in labels
+
+
+def _mention(doc: Doc, start: int, end: int, label: str) -> Mention:
+    span = doc[start:end]
+    words = tuple(t.text for t in span if not t.is_space)
+    return Mention(start, end, normalize_name(span.text), label, words)
+
+
+def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
+    """Cut a mention that is two of the story's names glued together (rule 11).
+
+    A caption or heading that lost its full stop runs into the next sentence about a person:
+    "... against Valencia Enrique said", "for McLaren Fernando Alonso starts 18th". NER reads
+    one name; it is two when the mention occurs once, its head ("Valencia", "McLaren") is
+    elsewhere a whole name, and its tail ("Enrique", "Fernando Alonso") is elsewhere a whole
+    name that NER calls a person. Guards: a tail that is no person keeps the name whole
+    ("New York" and "the Post" elsewhere do not cut "New York Post"), and a two-word name is
+    only cut after a known place or a name NER calls an organisation: "Ronnie" and
+    "O'Sullivan" elsewhere do not cut "Ronnie O'Sullivan", nor does a maid "Natalia" (GPE to
+    NER) cut "Natalia Moon".
+
+    Likewise a mention with a possessive inside ("Crystal Palace's XI") is cut to its owner
+    when the owner is elsewhere a whole name ("Crystal Palace"); "People's Republic of
+    China" stays whole unless the story names "People" alone.
+    """
+    count: dict[Key, int] = {}
+    labels: dict[Key, set[str]] = {}
+    for mention in mentions:
+        count[mention.key] = count.get(mention.key, 0) + 1
+        labels.setdefault(mention.key, set()).add(mention.label)
+    result = []
+    for mention in mentions:
+        key = mention.key
+        positions = [i for i in range(mention.start, mention.end) if not doc[i].is_space]
+        owner = next(
+            (n for n in range(1, len(key) - 1) if key[n] in _POSSESSIVES and key[:n] in count),
+            None,
+        )
+        if owner is not None:  # "Crystal Palace's XI" after "Crystal Palace": the owner
+            result.append(_mention(doc, mention.start, positions[owner - 1] + 1, mention.label))
+            continue
+        cut = next(
+            (
+                n
+                for n in range(1, len(key))
+                if count[key] == 1
+                and key[:n] in count
+                and key[n:] in count
+                and "PERSON" in labels[key[n:]]
+                and (n >= 2 or len(key) - n >= 2 or _place_or_team(key[:n], labels[key[:n]]))
+                and not is_prefixed(key[n:])
+            ),
+            None,
+        )
+        if cut is None:
+            result.append(mention)
+            continue
+        head_label = sorted(labels[key[:cut]])[0]
+        result.append(_mention(doc, mention.start, positions[cut - 1] + 1, head_label))
+        result.append(_mention(doc, positions[cut], mention.end, mention.label))
+    return result
 
 
 def canonical_key(key: Key, labels: Iterable[str] = (), known: Iterable[Key] = ()) -> Key:
@@ -389,8 +497,12 @@ def canonical_key(key: Key, labels: Iterable[str] = (), known: Iterable[Key] = (
 
 
 def _name_shaped(words: Sequence[str]) -> bool:
-    """2 to 4 capitalized words without digits: what a person's full name looks like."""
-    return 2 <= len(words) <= 4 and all(w[:1].isupper() and w.isalpha() for w in words)
+    """2 to 4 capitalized words of letters (and ' or -: "O'Sullivan", "Waley-Cohen")."""
+    words = [w for w in words if w not in HYPHENS]  # "Waley", "-", "Cohen" as tokenized
+    return 2 <= len(words) <= 4 and all(
+        w[:1].isupper() and w.replace("'", "").replace("’", "").replace("-", "").isalpha()
+        for w in words
+    )
 
 
 def _initials(words: Sequence[str]) -> str:
@@ -408,6 +520,51 @@ def _dominant(candidates: Sequence[int], weight: dict[int, int]) -> int | None:
     return ranked[0] if top >= 3 and top >= 2 * second else None
 
 
+def _title_length(key: Key) -> int:
+    """How many leading words of ``key`` are a title ("mr", "prime minister"), else 0."""
+    bare = tuple(w.rstrip(".") for w in key[:_LONGEST_TITLE])
+    for n in range(min(_LONGEST_TITLE, len(key) - 1), 0, -1):
+        if bare[:n] in TITLES and key[n][:1].isalpha():
+            return n
+    return 0
+
+
+def _untitled_keys(mentions: Sequence[Mention], labels: dict[Key, set[str]]) -> dict[Key, Key]:
+    """Each key without the title before a person's name (rule 10), or the key itself.
+
+    A gendered title is kept when the story gives the same surname the other gender's title
+    more than half as often ("Miss Robertson" four times and her father "Mr Robertson" twice:
+    "Miss" goes, "Mr" stays), so two relatives are never made one person.
+    """
+    gender_count: dict[tuple[Key, str], int] = {}
+    cut: dict[Key, int] = {}
+    for mention in mentions:
+        key = mention.key
+        n = _title_length(key) if "PERSON" in labels[key] else 0
+        if not n:
+            continue
+        cut[key] = n
+        gender = _title_gender(key[0])
+        if gender is not None:
+            slot = (key[n:], gender)
+            gender_count[slot] = gender_count.get(slot, 0) + 1
+    result = {key: key for key in labels}
+    for key, n in cut.items():
+        gender = _title_gender(key[0])
+        if gender is not None:
+            other = "f" if gender == "m" else "m"
+            mine = gender_count.get((key[n:], gender), 0)
+            if 2 * gender_count.get((key[n:], other), 0) > mine:
+                continue
+        result[key] = key[n:]
+    return result
+
+
+def _title_gender(word: str) -> Literal["m", "f"] | None:
+    title = word.rstrip(".")
+    return "m" if title in MALE_TITLES else "f" if title in FEMALE_TITLES else None
+
+
 def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
     """Group the mentions of one document into entities (rules in the module docstring).
 
@@ -420,8 +577,11 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
     raw_labels: dict[Key, set[str]] = {}
     for mention in mentions:
         raw_labels.setdefault(mention.key, set()).add(mention.label)
-    plain = {k: canonical_key(k, raw_labels[k]) for k in raw_labels}
-    canon = {k: canonical_key(k, raw_labels[k], plain.values()) for k in raw_labels}
+    untitled = _untitled_keys(mentions, raw_labels)
+    plain = {k: canonical_key(untitled[k], raw_labels[k]) for k in raw_labels}
+    canon = {k: canonical_key(untitled[k], raw_labels[k], plain.values()) for k in raw_labels}
+    titled = {canon[k] for k in raw_labels if untitled[k] != k}  # surnames: "Mr X" -> X
+    kept_titles = {canon[k] for k in raw_labels if _title_length(k) and untitled[k] == k}
 
     first: dict[Key, int] = {}
     labels: dict[Key, set[str]] = {}
@@ -445,8 +605,11 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
         own, theirs = labels[key], group_labels[group]
         if is_place(key) and own <= PLACE_LABELS and not theirs & PLACE_LABELS:
             return False  # "Seoul" never joins "Dark Seoul" (rule 9)
+        if longer in kept_titles:
+            return False  # "Robertson" joins "Summer Robertson", not her father "Mr Robertson"
         return bool(
             own & theirs
+            or (own & PLACE_LABELS and theirs & PLACE_LABELS)  # "Palace" GPE, "Crystal Palace" FAC
             or "PERSON" in theirs
             # "Tomasz Lazar" mislabelled WORK_OF_ART, then "Lazar" PERSON (rule 4)
             or ("PERSON" in own and theirs == {"WORK_OF_ART"} and _name_shaped(words[longer]))
@@ -464,20 +627,45 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
             }
         )
         chosen = _dominant(trailing, dict(enumerate(group_count)))
-        if chosen is None and not trailing and len(key) == 1 and "PERSON" in labels[key]:
-            # Rule 4: a first name after the full name ("Richie" after "Richie Benaud").
-            leading = sorted(
+        if (
+            chosen is None
+            and not trailing
+            and len(key) == 1
+            and "PERSON" in labels[key]
+            and key not in titled  # "Mr Lane" -> "Lane" is a surname
+        ):
+            # Rule 4: a first name joins the one full name it starts ("Richie" ~ "Richie
+            # Benaud", "Donna" in "his parents, Donna and Peter Lane" ~ "Donna Lane").
+            leading = {
+                group_of[longer]
+                for longer in group_of
+                if 2 <= len(longer) <= 3
+                and longer[0] == key[0]
+                and longer not in kept_titles
+                and "PERSON" in group_labels[group_of[longer]]
+                and _name_shaped(words.get(longer, ()))
+            }
+            # The full names named before it first; else, a later one, and then only for a
+            # name NER always calls a person (the team "McLaren" stays apart from a later
+            # "McLaren Smith").
+            earlier = sorted(g for g in leading if group_first[g] < first[key])
+            if not earlier and labels[key] <= NAME_LABELS:
+                earlier = sorted(leading)
+            chosen = _dominant(earlier, dict(enumerate(group_count)))
+        if chosen is None and not trailing and len(key) == 2 and "PERSON" in labels[key]:
+            # Rule 4: a name without the middle name ("Joshua Burns" ~ "Joshua Quincy Burns").
+            fuller = sorted(
                 {
                     group_of[longer]
                     for longer in group_of
-                    if 2 <= len(longer) <= 3
-                    and longer[0] == key[0]
+                    if 3 <= len(longer) <= 4
+                    and (longer[0], longer[-1]) == key
                     and "PERSON" in group_labels[group_of[longer]]
-                    and group_first[group_of[longer]] < first[key]
                     and _name_shaped(words.get(longer, ()))
                 }
             )
-            chosen = _dominant(leading, dict(enumerate(group_count)))
+            if _name_shaped(words.get(key, ())):
+                chosen = fuller[0] if len(fuller) == 1 else None
         if chosen is None and not trailing and len(key) == 1:
             # Rule 8: an acronym of exactly one longer name ("FBI", "U.N.").
             word = words.get(key, ("",))[0].replace(".", "")

@@ -40,11 +40,14 @@ def form_key(words: Iterable[str]) -> Key:
 
 
 HYPHENS = frozenset({"-", "–", "—"})
+# Typographic variants of the apostrophe, written as the plain one: "O’Toole" = "O'Toole".
+_PLAIN_QUOTES = str.maketrans({"’": "'", "‘": "'", "`": "'", "ʼ": "'"})
 
 
 def word_form(word: str) -> str:
-    """One word as compared: lowercase, an acronym's dots dropped ("U.N." -> "un")."""
-    lower = word.lower()
+    """One word as compared: lowercase, typographic apostrophes made plain ("O’Toole" ->
+    "o'toole"), an acronym's dots dropped ("U.N." -> "un")."""
+    lower = word.lower().translate(_PLAIN_QUOTES)
     undotted = lower.replace(".", "")
     # Only an acronym's dots go ("U.S.", "U.N."); "St." keeps its dot.
     if lower.count(".") > 1 and undotted.isalpha() and len(undotted) <= 5:

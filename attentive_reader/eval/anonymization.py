@@ -13,12 +13,17 @@
 - **plain names in queries**: the share of queries holding, as plain words, a name of an
   entity of their context (its full name, or the last word of a multi-word name).
 
+Each share comes with the half-width of its 95% interval (``interval``, the normal
+approximation ``1.96 * sqrt(p (1 - p) / n)``): on 61 questions a baseline is only known to
+about ±12 points, on 1,100 to about ±3.
+
 Pure functions over ``ClozeExample`` records; ``scripts/anonymization_report.py`` reads a
 dataset folder and prints them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 from attentive_reader.corpus.names import canonical_form, form_key, is_place
@@ -101,6 +106,18 @@ def _plain_names(example: ClozeExample) -> list[str]:
     return found
 
 
+def interval(percent: float, n: int) -> float:
+    """Half-width, in points, of the 95% interval of a share of ``percent`` % over ``n``.
+
+    >>> interval(50.0, 100)
+    9.8
+    """
+    if n <= 0:
+        return 0.0
+    p = percent / 100.0
+    return round(100.0 * 1.96 * math.sqrt(p * (1.0 - p) / n), 1)
+
+
 def _accuracy(examples: Sequence[ClozeExample], name: str) -> float:
     predict = baseline_predictor(name)  # type: ignore[arg-type]
     right = sum(predict(ex) == ex.answer for ex in examples)
@@ -114,7 +131,8 @@ def anonymization_report(examples: Iterable[ClozeExample]) -> dict:
         ``questions``, ``documents``, the three baselines (accuracy, %),
         ``entities_per_document``, ``questions_per_document``, ``related_second_marker``
         (% of questions) with ``related_kinds`` (counts by kind), ``plain_name_queries``
-        (% of queries) and up to 20 ``plain_name_examples``.
+        (% of queries), up to 20 ``plain_name_examples``, and ``intervals``: the 95%
+        interval's half-width (points) of each baseline and of the two shares.
     """
     examples = list(examples)
     documents: dict[str, int] = {}
@@ -150,4 +168,8 @@ def anonymization_report(examples: Iterable[ClozeExample]) -> dict:
     report["related_kinds"] = dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
     report["plain_name_queries"] = round(100.0 * plain / n, 1) if n else 0.0
     report["plain_name_examples"] = plain_examples
+    report["intervals"] = {
+        key: interval(report[key], n)
+        for key in (*BASELINES, "related_second_marker", "plain_name_queries")
+    }
     return report

@@ -164,11 +164,12 @@ def test_rule_trailing_sub_span_joins_the_longer_name():
     assert entities[0].keys == (("obama",), ("president", "barack", "obama"), ("barack", "obama"))
 
 
-def test_rule_first_name_after_the_full_name_joins_it():
+def test_rule_first_name_joins_its_full_name():
     nlp = ruler(("PERSON", "Hillary Clinton"), ("PERSON", "Hillary"), ("PERSON", "Hillary Duff"))
     assert groups(nlp, "Hillary Clinton won. Hillary smiled.") == [["Hillary Clinton", "Hillary"]]
-    # Guards: a first name before the full name, or shared by two people, stays apart.
-    assert groups(nlp, "Hillary smiled. Hillary Clinton won.") == [["Hillary"], ["Hillary Clinton"]]
+    # Before the full name too, when NER always calls it a person ("his parents, Donna and
+    # Peter Lane"); a first name shared by two people stays apart.
+    assert groups(nlp, "Hillary smiled. Hillary Clinton won.") == [["Hillary", "Hillary Clinton"]]
     assert groups(nlp, "Hillary Clinton met Hillary Duff. Hillary smiled.") == [
         ["Hillary Clinton"],
         ["Hillary Duff"],

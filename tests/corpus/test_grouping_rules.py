@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import spacy
 from spacy.language import Language
+from spacy.tokens import Doc, Span
 
 from attentive_reader.corpus import entities as ent
 from attentive_reader.corpus.cloze import make_examples
@@ -19,7 +20,8 @@ from attentive_reader.corpus.entities import (
     split_glued_parentheses,
 )
 from attentive_reader.corpus.names import canonical_form, form_key, is_place
-from attentive_reader.corpus.records import Story
+from attentive_reader.corpus.records import ClozeExample, Story
+from attentive_reader.eval.anonymization import anonymization_report, interval, related_kind
 
 LABELS = ent.DEFAULT_LABELS
 
@@ -141,6 +143,143 @@ def test_bad_leading_words_are_cut_from_a_name():
     assert groups(nlp, "Police came. Said Kouachi fled.") == [["Said Kouachi"]]
 
 
+def test_a_first_name_before_the_full_name_joins_it_when_always_a_person():
+    nlp = ruler(("PERSON", "Donna"), ("PERSON", "Peter Lane"), ("PERSON", "Donna Lane"))
+    text = "His parents, Donna and Peter Lane, wept. Donna Lane spoke."
+    assert groups(nlp, text) == [["Donna", "Donna Lane"], ["Peter Lane"]]
+    # Guard: a word NER also calls an organisation (a team) stays apart.
+    words = ["McLaren", "struggled", ".", "McLaren", "spoke", ".", "McLaren", "Smith", "won"]
+    doc = Doc(spacy.blank("en").vocab, words=words)
+    doc.ents = [
+        Span(doc, 0, 1, label="ORG"),
+        Span(doc, 3, 4, label="PERSON"),
+        Span(doc, 6, 8, label="PERSON"),
+    ]
+    found = [[m.text for m in e.mentions] for e in group_mentions(find_mentions(doc, LABELS))]
+    assert found == [["McLaren", "McLaren"], ["McLaren Smith"]]
+    # A full name named before it wins over a later, longer one.
+    nlp = ruler(("PERSON", "Jyoti Singh"), ("PERSON", "Jyoti"), ("PERSON", "Jyoti Singh Pandey"))
+    text = "Jyoti Singh, 23, died. Had Jyoti not fought back... Jyoti Singh Pandey was a student."
+    assert groups(nlp, text) == [["Jyoti Singh", "Jyoti"], ["Jyoti Singh Pandey"]]
+
+
+def test_a_first_name_joins_a_hyphenated_or_apostrophe_full_name():
+    nlp = ruler(("PERSON", "Sam Waley-Cohen"), ("PERSON", "Sam"))
+    assert groups(nlp, "Sam Waley-Cohen rode. Sam won.") == [["Sam Waley-Cohen", "Sam"]]
+    nlp = ruler(("PERSON", "Ronnie O'Sullivan"), ("PERSON", "Ronnie"))
+    assert groups(nlp, "Ronnie O'Sullivan won. Ronnie smiled.") == [["Ronnie O'Sullivan", "Ronnie"]]
+
+
+def test_a_name_without_its_middle_name_joins_the_full_name():
+    nlp = ruler(("PERSON", "Joshua Quincy Burns"), ("PERSON", "Joshua Burns"))
+    text = "Joshua Quincy Burns, 30, was jailed. Joshua Burns denies it."
+    assert groups(nlp, text) == [["Joshua Quincy Burns", "Joshua Burns"]]
+    # Guard: with two such full names it stays apart.
+    nlp = ruler(
+        ("PERSON", "Joshua Quincy Burns"),
+        ("PERSON", "Joshua Adam Burns"),
+        ("PERSON", "Joshua Burns"),
+    )
+    text = "Joshua Quincy Burns met Joshua Adam Burns. Joshua Burns left."
+    assert len(groups(nlp, text)) == 3
+
+
+def test_typographic_apostrophes_are_the_plain_one():
+    nlp = ruler(("PERSON", "Peter O’Toole"), ("PERSON", "Peter O'Toole"), ("PERSON", "O'Toole"))
+    text = "Peter O’Toole acted. Peter O'Toole drank. O'Toole died."
+    assert groups(nlp, text) == [["Peter O’Toole", "Peter O'Toole", "O'Toole"]]
+    assert form_key(["O’Toole"]) == form_key(["O'Toole"]) == ("o'toole",)
+
+
+# --- rule 10: titles -------------------------------------------------------------------------
+
+
+def test_a_title_before_a_name_is_ignored():
+    nlp = ruler(("PERSON", "Mila Kunis"), ("PERSON", "Ms Kunis"), ("PERSON", "Kunis"))
+    text = "Mila Kunis is sued. Ms Kunis denies it. Kunis laughed."
+    assert groups(nlp, text) == [["Mila Kunis", "Ms Kunis", "Kunis"]]
+    nlp = ruler(("PERSON", "Stephen Docherty"), ("PERSON", "Dr. Docherty"))
+    assert groups(nlp, "Stephen Docherty, 66, spoke. Dr. Docherty left.") == [
+        ["Stephen Docherty", "Dr. Docherty"]
+    ]
+    nlp = ruler(("PERSON", "Prime Minister David Cameron"), ("PERSON", "David Cameron"))
+    assert groups(nlp, "Prime Minister David Cameron spoke. David Cameron left.") == [
+        ["Prime Minister David Cameron", "David Cameron"]
+    ]
+
+
+def test_a_title_of_the_other_gender_keeps_two_relatives_apart():
+    nlp = ruler(
+        ("PERSON", "Summer Robertson"),
+        ("PERSON", "Miss Robertson"),
+        ("PERSON", "Mr Robertson"),
+        ("PERSON", "Robertson"),
+    )
+    text = (
+        "Summer Robertson died. Miss Robertson was 21. Miss Robertson loved travel. "
+        "Her father Mr Robertson spoke. Robertson had planned the trip."
+    )
+    assert groups(nlp, text) == [
+        ["Summer Robertson", "Miss Robertson", "Miss Robertson", "Robertson"],
+        ["Mr Robertson"],
+    ]
+    # Named as often as each other, neither title goes.
+    nlp = ruler(("PERSON", "Mr Smith"), ("PERSON", "Mrs Smith"))
+    assert groups(nlp, "Mr Smith and Mrs Smith came. Mr Smith spoke. Mrs Smith smiled.") == [
+        ["Mr Smith", "Mr Smith"],
+        ["Mrs Smith", "Mrs Smith"],
+    ]
+    # A surname after a title is no first name: "Mr Lane" is not "Lane Kiffin".
+    nlp = ruler(("PERSON", "Lane Kiffin"), ("PERSON", "Mr Lane"))
+    assert groups(nlp, "Lane Kiffin coached. Mr Lane spoke.") == [["Lane Kiffin"], ["Mr Lane"]]
+
+
+# --- rule 11: glued names, possessives inside, place labels ------------------------------------
+
+
+def test_two_names_glued_by_a_lost_full_stop_are_cut():
+    nlp = ruler(
+        ("PERSON", "Luis Enrique"),
+        ("PERSON", "Enrique"),
+        ("GPE", "Valencia"),
+        ("PERSON", "Valencia Enrique"),
+    )
+    text = (
+        "Barcelona boss Luis Enrique spoke. Enrique smiled. They play Valencia next. "
+        "Ahead of the game against Valencia Enrique said: 'We are ready.'"
+    )
+    assert groups(nlp, text) == [["Luis Enrique", "Enrique", "Enrique"], ["Valencia", "Valencia"]]
+    # Guards: a tail that is no person ("New York Post"), and a lone first name before a
+    # one-word tail ("Ronnie O'Sullivan"), keep the name whole.
+    nlp = ruler(("GPE", "New York"), ("ORG", "Post"), ("ORG", "New York Post"))
+    text = "He read the New York Post in New York. The Post said no."
+    assert groups(nlp, text) == [["New York Post", "Post"], ["New York"]]
+    nlp = ruler(("PERSON", "Ronnie"), ("PERSON", "O'Sullivan"), ("PERSON", "Ronnie O'Sullivan"))
+    text = "Ronnie O'Sullivan won. O'Sullivan smiled. Ronnie waved."
+    assert groups(nlp, text) == [["Ronnie O'Sullivan", "O'Sullivan", "Ronnie"]]
+    # A two-word name is only cut after a known place or an organisation: the maid
+    # "Natalia" (GPE to NER) does not cut "Natalia Moon".
+    nlp = ruler(("PERSON", "Natalia Moon"), ("GPE", "Natalia"), ("PERSON", "Moon"))
+    text = "Natalia Moon sang. Her maid, also named Natalia, cooked. Moon smiled."
+    assert groups(nlp, text) == [["Natalia Moon", "Moon"], ["Natalia"]]
+
+
+def test_a_possessive_inside_a_name_is_cut_to_its_owner():
+    nlp = ruler(("FAC", "Crystal Palace"), ("FAC", "Crystal Palace's XI"))
+    text = "Crystal Palace won. Crystal Palace's XI cost little."
+    assert groups(nlp, text) == [["Crystal Palace", "Crystal Palace"]]
+    # Guard: an owner that is no name of the story keeps the name whole.
+    nlp = ruler(("GPE", "People's Republic of China"))
+    assert groups(nlp, "The People's Republic of China spoke.") == [["People's Republic of China"]]
+
+
+def test_place_labels_agree_with_each_other():
+    nlp = ruler(("FAC", "Crystal Palace"), ("GPE", "Palace"))
+    assert groups(nlp, "They lost at Crystal Palace. Palace won 2-1.") == [
+        ["Crystal Palace", "Palace"]
+    ]
+
+
 # --- rule 9: wrong-merge guards -------------------------------------------------------------
 
 
@@ -204,5 +343,59 @@ def test_a_highlight_form_of_an_article_entity_gets_its_marker():
 
 def test_the_grouping_rules_version_is_recorded():
     info = grouping_info()
-    assert info["rules_version"] == GROUPING_RULES_VERSION >= 2
+    assert info["rules_version"] == GROUPING_RULES_VERSION >= 3
     assert info["name_tables"]["countryinfo"]
+
+
+# --- the anonymization report -----------------------------------------------------------------
+
+
+def test_related_kind_names_how_two_markers_are_related():
+    assert related_kind("Iran", "Iranian") == "alias"
+    assert related_kind("U.S.", "America") == "alias"
+    assert related_kind("Houthi", "Houthis") == "plural"
+    assert related_kind("FBI", "Federal Bureau of Investigation") == "acronym"
+    assert related_kind("Benaud", "Richie Benaud") == "surname"
+    assert related_kind("Richie", "Richie Benaud") == "first name"
+    # Unrelated, and a place inside a longer name that is no place.
+    assert related_kind("Obama", "Chicago") is None
+    assert related_kind("Seoul", "Dark Seoul") is None
+
+
+def test_the_report_on_two_hand_checked_questions():
+    context = ("@entity0", "said", "@entity1", "met", "@entity0")
+    names = {"@entity0": "Richie Benaud", "@entity1": "Benaud"}
+    first = ClozeExample(
+        id="s_0_0",
+        story_id="s",
+        context=context,
+        query=("@placeholder", "said"),
+        answer="@entity0",
+        candidates=("@entity0", "@entity1"),
+        entities=names,
+    )
+    second = ClozeExample(
+        id="s_1_1",
+        story_id="s",
+        context=context,
+        query=("@entity0", "met", "@placeholder"),
+        answer="@entity1",
+        candidates=("@entity0", "@entity1"),
+        entities=names,
+    )
+    report = anonymization_report([first, second])
+    # Maximum frequency says @entity0 (2 occurrences) twice: right once. Exclusive frequency
+    # drops @entity0 from the second (it is in the query): right twice. Word distance, second
+    # question: @entity1 at 2 scores 0 ("@entity0" expected at 0) + 2 ("met" expected at 1,
+    # found at 3) = 2; @entity0 at 4 also scores 2 + 0 = 2, and wins the tie (seen first).
+    assert (report["maximum_frequency"], report["exclusive_frequency"]) == (50.0, 100.0)
+    assert report["word_distance"] == 50.0
+    assert (report["questions"], report["documents"], report["entities_per_document"]) == (2, 1, 2)
+    # Both answers have a related second marker: "Benaud" is the surname of "Richie Benaud".
+    assert report["related_second_marker"] == 100.0
+    assert report["related_kinds"] == {"surname": 2}
+    assert report["plain_name_queries"] == 0.0
+    # 95% half-width: 1.96 * sqrt(0.5 * 0.5 / 2) = 0.693; none for a share of 0 or 100%.
+    assert report["intervals"]["maximum_frequency"] == 69.3
+    assert report["intervals"]["exclusive_frequency"] == 0.0
+    assert interval(50.0, 100) == 9.8 and interval(10.0, 0) == 0.0
