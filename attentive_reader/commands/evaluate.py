@@ -18,7 +18,7 @@ from pathlib import Path
 
 from attentive_reader import __version__
 from attentive_reader.corpus.manifest import write_json_atomic
-from attentive_reader.corpus.records import SPLITS, ClozeExample, entity_marker
+from attentive_reader.corpus.records import SPLITS, ClozeExample, Split, entity_marker, load_split
 from attentive_reader.errors import UserError
 from attentive_reader.eval.report import (
     DEFAULT_CANDIDATE_EDGES,
@@ -94,23 +94,13 @@ def sha256_of(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def load_examples(data: Path, split: str) -> list[ClozeExample]:
+def load_examples(data: Path, split: Split) -> list[ClozeExample]:
     """The stored examples of ``split`` in stored order.
 
     Raises:
         UserError: if ``data`` is not a processed dataset or lacks the split.
     """
-    import datasets
-
-    if not (data / "dataset_dict.json").is_file():
-        raise UserError(
-            f"{data} is not a processed dataset directory (no dataset_dict.json); create one "
-            "with 'attentive-reader preprocess'"
-        )
-    loaded = datasets.load_from_disk(str(data))
-    if split not in loaded:
-        raise UserError(f"{data} has no {split!r} split (it has {', '.join(loaded) or 'none'})")
-    return [ClozeExample.from_row(row) for row in loaded[split]]
+    return [ClozeExample.from_row(row) for row in load_split(data, split)]
 
 
 def read_manifest(data: Path) -> dict | None:

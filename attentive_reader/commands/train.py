@@ -11,6 +11,7 @@ beside them. See ``configs/`` and the README's "Training" section.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
@@ -53,12 +54,17 @@ class ReaderCLI(LightningCLI):
             }
         )
 
+    def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any):
+        parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
+        # Evaluating or resuming a checkpoint reads the data with the checkpoint's vocabulary:
+        # a link from --ckpt_path, which exists only once the subcommand's arguments do.
+        parser.link_arguments(
+            "ckpt_path", "data.checkpoint", compute_fn=_vocab_from_ckpt_path, apply_on="parse"
+        )
+        return parser
+
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
-        # Evaluating or resuming a checkpoint reads the data with the checkpoint's vocabulary
-        # (a link cannot express this: ckpt_path is added after add_arguments_to_parser).
-        if config.data.get("vocab") is None:
-            config.data.vocab = _vocab_from_ckpt_path(config.get("ckpt_path"))
         # The Rich bar is a default callback; Lightning refuses one when the bar is off.
         if config.trainer.get("enable_progress_bar") is False:
             self.trainer_defaults["callbacks"] = [

@@ -95,8 +95,6 @@ ROWS_PER_WRITE = 512
 # The stored schema of a shard: the dataset's schema plus the split of each example.
 SHARD_SCHEMA = CLOZE_FEATURES.arrow_schema.append(pa.field("split", pa.string()))
 
-Split = Literal["train", "validation", "test"]
-
 
 @dataclass(frozen=True)
 class PreprocessOptions:
