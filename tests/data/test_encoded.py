@@ -84,7 +84,7 @@ def test_a_second_data_module_opens_the_cache_without_encoding(path, monkeypatch
         raise AssertionError("encoded again")
 
     monkeypatch.setattr(encoded, "_build", no_build)
-    monkeypatch.setattr(Vocabulary, "build", no_build)  # the vocabulary is cached too
+    monkeypatch.setattr(Vocabulary, "from_counts", no_build)  # the vocabulary is cached too
     second = ClozeDataModule(path, num_entities=8)
     second.setup("fit")
     assert second.vocab == first.vocab
