@@ -69,7 +69,7 @@ def generate_corpus(folder: Path, count: int, shape: CorpusShape, seed: int = 0)
     cdf /= cdf[-1]
     # Zipf draws by table lookup: word of each of 2^22 equal quantiles (a word rarer than
     # 2^-22 is drawn at that rate); much faster than a search per draw.
-    table = np.searchsorted(cdf, (np.arange(_QUANTILES) + 0.5) / _QUANTILES).astype(np.int32)
+    zipf = np.searchsorted(cdf, (np.arange(_QUANTILES) + 0.5) / _QUANTILES).astype(np.int32)
     dictionary = pa.array(
         [f"w{k}" for k in range(shape.num_words)]
         + [f"@entity{e}" for e in range(shape.num_entities)]
@@ -78,7 +78,7 @@ def generate_corpus(folder: Path, count: int, shape: CorpusShape, seed: int = 0)
     splits = {}
     for split, size in (("train", count), ("validation", 1000), ("test", 1000)):
         tables = [
-            _chunk(rng, split, start, min(shape.chunk, size - start), shape, table, dictionary)
+            _chunk(rng, split, start, min(shape.chunk, size - start), shape, zipf, dictionary)
             for start in range(0, size, shape.chunk)
         ]
         table = pa.concat_tables(tables).cast(CLOZE_FEATURES.arrow_schema)
@@ -88,7 +88,7 @@ def generate_corpus(folder: Path, count: int, shape: CorpusShape, seed: int = 0)
     return path
 
 
-def _chunk(rng, split, start, count, shape, table, dictionary):
+def _chunk(rng, split, start, count, shape, zipf, dictionary):
     """``count`` rows as an Arrow table (token codes index ``dictionary``)."""
     import pyarrow as pa
 
@@ -99,7 +99,7 @@ def _chunk(rng, split, start, count, shape, table, dictionary):
     words, placeholder = shape.num_words, shape.num_words + shape.num_entities
     lengths = sample_lengths(rng, count, shape.mean_context, shape.sigma, shape.max_context, k)
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    codes = table[rng.integers(0, _QUANTILES, int(offsets[-1]))]  # Zipf words
+    codes = zipf[rng.integers(0, _QUANTILES, int(offsets[-1]))]  # Zipf words
     entities = np.argsort(rng.random((count, shape.num_entities)), axis=1)[:, :k]  # (c, k)
     row = np.repeat(np.arange(count), lengths)
     mention = rng.random(len(codes)) < 1 / 11  # more mentions, of the row's own entities
@@ -108,7 +108,7 @@ def _chunk(rng, split, start, count, shape, table, dictionary):
         codes[offsets[:-1] + j * lengths // k] = words + entities[:, j]
     q_lengths = sample_lengths(rng, count, shape.mean_query, 0.3, 40)
     q_offsets = np.concatenate([[0], np.cumsum(q_lengths)])
-    q_codes = table[rng.integers(0, _QUANTILES, int(q_offsets[-1]))]
+    q_codes = zipf[rng.integers(0, _QUANTILES, int(q_offsets[-1]))]
     q_codes[q_offsets[:-1] + rng.integers(0, q_lengths)] = placeholder
 
     def strings(values: np.ndarray, bounds: np.ndarray) -> pa.ListArray:
