@@ -88,7 +88,8 @@ SHARDS_DIR = "shards"
 TMP_DIR = ".tmp"
 RUN_FILE = "run.json"
 # Everything a run may leave in its output directory (``--overwrite`` removes only these).
-OUTPUT_ENTRIES = (MANIFEST_NAME, "dataset_dict.json", *SPLITS, SHARDS_DIR, TMP_DIR)
+# ".encoded": the token ids ClozeDataModule caches inside a dataset (data/encoded.py).
+OUTPUT_ENTRIES = (MANIFEST_NAME, "dataset_dict.json", *SPLITS, SHARDS_DIR, TMP_DIR, ".encoded")
 # Examples buffered by a worker before they are written to the shard's parquet file.
 ROWS_PER_WRITE = 512
 
