@@ -16,6 +16,10 @@ shared: compare the ratios, which are taken within a round, more than the absolu
   other load on a shared machine disturbs much less (with ``--threads 1`` it is the time
   the work needs on one free core). ``data wait``: the share of the time the training loop
   waited for its next batch (what data-loader workers could hide).
+  ``of dense`` (and ``(CPU)``, per CPU second): the entry's real context tokens/s as a share
+  of the *dense limit*, the reference's maths on unpadded batches of equal-length contexts
+  (every context cut or tiled to the mean length): a yardstick that depends much less on the
+  machine than the padded reference does.
 * ``encoder``: forward + backward seconds of the document BiLSTM on one batch, torch's
   ``PackedSequence`` path against the toolkit's ``SequenceEncoder`` (the packed path is the
   one a careful implementation would use; on the CPU its backward pass is quadratic).
@@ -23,6 +27,15 @@ shared: compare the ratios, which are taken within a round, more than the absolu
   test split), its wall time and examples/s, against the reference's forward passes.
 * ``preprocess``: ``scripts/benchmark_preprocess.py`` (toolkit preprocessing against a bare
   ``nlp.pipe``, 1 and 2 processes) on the real sample stories, when they are present.
+
+* ``answer`` and ``scale`` (``scripts/benchmark_scale.py``): the answer layers' share of a
+  training step at CNN scale, and the data module at corpus scale (generated corpora of
+  CNN-length examples at two sizes: setup time and anonymous memory of fresh processes, the
+  first encoding's tokens per CPU second, and with ``num_proc`` workers).
+
+At the end, a table prints every target of issue 15 beside this run's value. ``--device
+cuda`` runs every section on the GPU (it stops with a clear message where torch sees none) and
+estimates a full training epoch of CNN (380,298 questions) and CNN + Daily Mail (1,259,748).
 
 Peak memory: the peak resident set size (Linux ``VmHWM``, reset before each entry through
 ``/proc/self/clear_refs``; elsewhere the process's peak so far), which includes the
@@ -34,9 +47,10 @@ sample articles (sigma 0.5), scaled to the published mean of 761.8 tokens, stori
 example; words from a Zipf distribution over a vocabulary of 50,000 ids. The published
 model scale: embedding 100, hidden 128, batch 32, 600 entity ids.
 
-    python scripts/benchmark.py               # full: under 10 minutes on 2 cores
-    python scripts/benchmark.py --quick       # tiny sizes, under 2 minutes
+    python scripts/benchmark.py               # full: tens of minutes (the scale corpora)
+    python scripts/benchmark.py --quick       # tiny sizes, a few minutes
     python scripts/benchmark.py --threads 1 --output benchmark.json
+    python scripts/benchmark.py --device cuda --threads 8 --output benchmark-gpu.json
 
 On a machine shared with other jobs, use ``--threads 1``: with more threads than free cores,
 every one of the recurrence's thousands of small parallel sections waits for a descheduled
@@ -538,6 +552,7 @@ def run_train(settings: Settings, data: Path, vocab: Path, threads: int, say) ->
     rates: dict[str, list[float]] = {name: [] for name in names}
     cpu_rates: dict[str, list[float]] = {name: [] for name in names}
     tokens: dict[str, list[float]] = {name: [] for name in names}
+    cpu_tokens: dict[str, list[float]] = {name: [] for name in names}
     data_share: dict[str, list[float]] = {name: [] for name in names}
     peaks: dict[str, float] = dict.fromkeys(names, 0.0)
     for round_ in range(settings.rounds):
@@ -555,6 +570,7 @@ def run_train(settings: Settings, data: Path, vocab: Path, threads: int, say) ->
             rates[name].append(timed.rate)
             cpu_rates[name].append(timed.cpu_rate)
             tokens[name].append(timed.tokens / timed.seconds)
+            cpu_tokens[name].append(timed.tokens / timed.cpu_seconds)
             data_share[name].append(timed.data_seconds / timed.seconds)
             say(
                 f"round {round_ + 1}/{settings.rounds}: {name}: {timed.rate:.1f} examples/s, "
@@ -578,6 +594,10 @@ def run_train(settings: Settings, data: Path, vocab: Path, threads: int, say) ->
             ),
             "data_wait_share": statistics.median(data_share[name]),
             "share_of_dense": statistics.median(t / d for t, d in zip(tokens[name], dense_tokens)),
+            # The same per CPU second: what the maths costs, less disturbed by other load.
+            "cpu_share_of_dense": statistics.median(
+                t / d for t, d in zip(cpu_tokens[name], cpu_tokens[DENSE])
+            ),
             "peak_rss_mib": peaks[name],
         }
         for name in names
@@ -756,7 +776,7 @@ def print_tables(console: Console, result: dict) -> None:
     if "train" in result:
         table = Table(title=f"Training throughput (median of {s['rounds']} rounds; {scale})")
         columns = ("", "examples/s", "tokens/s", "vs reference", "per CPU s", "vs ref (CPU)")
-        for column in (*columns, "of dense", "data wait", "peak MiB"):
+        for column in (*columns, "of dense", "(CPU)", "data wait", "peak MiB"):
             table.add_column(column, justify="right" if column else "left")
         for name, row in result["train"].items():
             table.add_row(
@@ -767,6 +787,7 @@ def print_tables(console: Console, result: dict) -> None:
                 f"{row['median_examples_per_cpu_second']:.1f}",
                 f"{row['cpu_ratio_vs_reference']:.2f}x",
                 f"{100 * row['share_of_dense']:.0f}%",
+                f"{100 * row['cpu_share_of_dense']:.0f}%",
                 f"{100 * row['data_wait_share']:.1f}%",
                 f"{row['peak_rss_mib']:,.0f}",
             )
