@@ -2,7 +2,8 @@
 
 Any ``ClozeReader`` subclass is a model (``model.class_path``), ``ClozeDataModule`` is the
 data; the data module's vocabulary size and entity count are linked into the model's init
-arguments. The optimiser is a reader argument (``--model.optimizer``, ``--model.lr``, ...):
+arguments, and ``--ckpt_path`` into the data module's ``checkpoint`` (whose vocabulary it then
+reads the data with). Nothing changes the parsed config afterwards. The optimiser is a reader argument (``--model.optimizer``, ``--model.lr``, ...):
 the CLI has no ``--optimizer`` / ``--lr_scheduler`` blocks, so what trained a reader is
 recorded once, in its hyperparameters. Checkpoints keep the best ``val_acc`` and ``last.ckpt``; ``vocab.json`` is written
 beside them. See ``configs/`` and the README's "Training" section.
