@@ -2,7 +2,8 @@
 
 Any ``ClozeReader`` subclass is a model (``model.class_path``), ``ClozeDataModule`` is the
 data; the data module's vocabulary size and entity count are linked into the model's init
-arguments. The optimiser is a reader argument (``--model.optimizer``, ``--model.lr``, ...):
+arguments, and ``--ckpt_path`` into the data module's ``checkpoint`` (whose vocabulary it then
+reads the data with). Nothing changes the parsed config afterwards. The optimiser is a reader argument (``--model.optimizer``, ``--model.lr``, ...):
 the CLI has no ``--optimizer`` / ``--lr_scheduler`` blocks, so what trained a reader is
 recorded once, in its hyperparameters. Checkpoints keep the best ``val_acc`` and
 ``last.ckpt``; ``vocab.json`` is written beside them. The ``fit``, ``validate``, ``test`` and
@@ -12,6 +13,7 @@ recorded once, in its hyperparameters. Checkpoints keep the best ``val_acc`` and
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
@@ -54,12 +56,19 @@ class ReaderCLI(LightningCLI):
             }
         )
 
+    def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any):
+        parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
+        # Evaluating or resuming a checkpoint reads the data with the checkpoint's vocabulary:
+        # a link from --ckpt_path, which exists only once the subcommand's arguments do
+        # (LightningCLI adds it after add_arguments_to_parser; this private hook is the one
+        # place where both exist).
+        parser.link_arguments(
+            "ckpt_path", "data.checkpoint", compute_fn=_vocab_from_ckpt_path, apply_on="parse"
+        )
+        return parser
+
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
-        # Evaluating or resuming a checkpoint reads the data with the checkpoint's vocabulary
-        # (a link cannot express this: ckpt_path is added after add_arguments_to_parser).
-        if config.data.get("vocab") is None:
-            config.data.vocab = _vocab_from_ckpt_path(config.get("ckpt_path"))
         # The Rich bar is a default callback; Lightning refuses one when the bar is off.
         if config.trainer.get("enable_progress_bar") is False:
             self.trainer_defaults["callbacks"] = [

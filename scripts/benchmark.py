@@ -16,6 +16,10 @@ shared: compare the ratios, which are taken within a round, more than the absolu
   other load on a shared machine disturbs much less (with ``--threads 1`` it is the time
   the work needs on one free core). ``data wait``: the share of the time the training loop
   waited for its next batch (what data-loader workers could hide).
+  ``of dense`` (and ``(CPU)``, per CPU second): the entry's real context tokens/s as a share
+  of the *dense limit*, the reference's maths on unpadded batches of equal-length contexts
+  (every context cut or tiled to the mean length): a yardstick that depends much less on the
+  machine than the padded reference does.
 * ``encoder``: forward + backward seconds of the document BiLSTM on one batch, torch's
   ``PackedSequence`` path against the toolkit's ``SequenceEncoder`` (the packed path is the
   one a careful implementation would use; on the CPU its backward pass is quadratic).
@@ -23,6 +27,15 @@ shared: compare the ratios, which are taken within a round, more than the absolu
   test split), its wall time and examples/s, against the reference's forward passes.
 * ``preprocess``: ``scripts/benchmark_preprocess.py`` (toolkit preprocessing against a bare
   ``nlp.pipe``, 1 and 2 processes) on the real sample stories, when they are present.
+
+* ``answer`` and ``scale`` (``scripts/benchmark_scale.py``): the answer layers' share of a
+  training step at CNN scale, and the data module at corpus scale (generated corpora of
+  CNN-length examples at two sizes: setup time and anonymous memory of fresh processes, the
+  first encoding's tokens per CPU second, and with ``num_proc`` workers).
+
+At the end, a table prints every target of issue 15 beside this run's value. ``--device
+cuda`` runs every section on the GPU (it stops with a clear message where torch sees none) and
+estimates a full training epoch of CNN (380,298 questions) and CNN + Daily Mail (1,259,748).
 
 Peak memory: the peak resident set size (Linux ``VmHWM``, reset before each entry through
 ``/proc/self/clear_refs``; elsewhere the process's peak so far), which includes the
@@ -34,9 +47,10 @@ sample articles (sigma 0.5), scaled to the published mean of 761.8 tokens, stori
 example; words from a Zipf distribution over a vocabulary of 50,000 ids. The published
 model scale: embedding 100, hidden 128, batch 32, 600 entity ids.
 
-    python scripts/benchmark.py               # full: under 10 minutes on 2 cores
-    python scripts/benchmark.py --quick       # tiny sizes, under 2 minutes
+    python scripts/benchmark.py               # full: tens of minutes (the scale corpora)
+    python scripts/benchmark.py --quick       # tiny sizes, a few minutes
     python scripts/benchmark.py --threads 1 --output benchmark.json
+    python scripts/benchmark.py --device cuda --threads 8 --output benchmark-gpu.json
 
 On a machine shared with other jobs, use ``--threads 1``: with more threads than free cores,
 every one of the recurrence's thousands of small parallel sections waits for a descheduled
@@ -69,10 +83,18 @@ from rich.console import Console
 from rich.table import Table
 from torch import Tensor, nn
 
-Section = Literal["train", "encoder", "eval", "preprocess"]
-SECTIONS: tuple[str, ...] = ("train", "encoder", "eval", "preprocess")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchmark_scale as bs  # noqa: E402  (beside this script)
+
+Section = Literal["train", "encoder", "eval", "preprocess", "scale", "answer"]
+SECTIONS: tuple[str, ...] = ("train", "encoder", "eval", "preprocess", "scale", "answer")
+Device = Literal["cpu", "cuda"]
 CNN_MEAN_CONTEXT = 761.8
 CNN_TEST_SIZE = 3198
+DENSE = "Dense limit (reference maths, equal-length unpadded), fp32"
+REFERENCE = "Reference (plain loop), fp32"
+# Where every tensor goes (--device); a script-wide setting, set once by main().
+DEVICE: Device = "cpu"
 
 
 @dataclass(frozen=True)
@@ -95,6 +117,9 @@ class Settings:
     encoder_length: int = 400
     preprocess_repeat: int = 1
     preprocess_rounds: int = 2
+    scale_sizes: tuple[int, ...] = (100_000, 400_000)
+    scale_mean_context: float = CNN_MEAN_CONTEXT
+    scale_num_proc: int = 2
 
 
 FULL = Settings()
@@ -112,6 +137,8 @@ QUICK = Settings(
     entities_per_example=10,
     eval_examples=160,
     encoder_length=100,
+    scale_sizes=(2_000, 4_000),
+    scale_mean_context=150.0,
 )
 
 
@@ -314,11 +341,14 @@ def time_reference(settings: Settings, examples: list, seed: int) -> Timed:
     model = ReferenceReader(
         settings.vocab_size, settings.num_entities, settings.embedding_dim, settings.hidden_dim
     )
+    model = model.to(DEVICE)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     start, cpu, count, tokens = 0.0, 0.0, 0, 0
     batches = reference_batches(examples, settings.batch_size, settings.num_entities, seed)
-    for i, (context, mask, query, candidates, answer) in enumerate(batches):
+    for i, batch in enumerate(batches):
+        context, mask, query, candidates, answer = (t.to(DEVICE) for t in batch)
         if i == 1:
+            _sync()
             start, cpu = time.perf_counter(), time.process_time()
         loss = F.cross_entropy(model(context, mask, query, candidates), answer)
         optimizer.zero_grad()
@@ -328,7 +358,32 @@ def time_reference(settings: Settings, examples: list, seed: int) -> Timed:
         if i >= 1:
             count += len(answer)
             tokens += int(mask.sum())
+    _sync()
     return Timed(time.perf_counter() - start, time.process_time() - cpu, count, tokens)
+
+
+def _sync() -> None:
+    """Wait for the GPU (timings on CUDA); nothing on the CPU."""
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def dense_examples(examples: list) -> list:
+    """The examples with every context cut or tiled to one length (their mean): batches of
+    them have no padding at all, the dense limit of the same maths."""
+    from attentive_reader.data.batching import EncodedExample
+
+    length = round(statistics.mean(len(ex.context) for ex in examples))
+    return [
+        EncodedExample(
+            id=ex.id,
+            context=np.resize(np.asarray(ex.context), length),
+            query=ex.query,
+            answer=ex.answer,
+            candidates=ex.candidates,
+        )
+        for ex in examples
+    ]
 
 
 def reference_inference(settings: Settings, examples: list) -> Timed:
@@ -337,11 +392,14 @@ def reference_inference(settings: Settings, examples: list) -> Timed:
     model = ReferenceReader(
         settings.vocab_size, settings.num_entities, settings.embedding_dim, settings.hidden_dim
     ).eval()
+    model = model.to(DEVICE)
     start, cpu = time.perf_counter(), time.process_time()
     batches = reference_batches(examples, settings.batch_size, settings.num_entities, 0)
     with torch.no_grad():
-        for context, mask, query, candidates, _answer in batches:
+        for batch in batches:
+            context, mask, query, candidates, _answer = (t.to(DEVICE) for t in batch)
             model(context, mask, query, candidates).argmax(dim=-1)
+    _sync()
     tokens = sum(len(ex.context) for ex in examples)
     return Timed(time.perf_counter() - start, time.process_time() - cpu, len(examples), tokens)
 
@@ -350,7 +408,7 @@ def _trainer(precision: str, **kwargs: Any):
     import pytorch_lightning as pl
 
     return pl.Trainer(
-        accelerator="cpu",
+        accelerator="gpu" if DEVICE == "cuda" else "cpu",
         devices=1,
         precision=precision,
         logger=False,
@@ -377,9 +435,11 @@ def _timer_callback():
             self.tokens: list[int] = []
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+            _sync()
             self.starts.append(time.perf_counter())
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            _sync()
             self.ends.append(time.perf_counter())
             self.cpu_end = time.process_time()
             if batch_idx == 0:
@@ -486,27 +546,31 @@ def run_train(settings: Settings, data: Path, vocab: Path, threads: int, say) ->
         .dataset("train")
         .examples
     )
+    dense = dense_examples(examples)
     entries = train_entries(threads)
-    names = ["Reference (plain loop), fp32", *(e.name for e in entries)]
+    names = [REFERENCE, DENSE, *(e.name for e in entries)]
     rates: dict[str, list[float]] = {name: [] for name in names}
     cpu_rates: dict[str, list[float]] = {name: [] for name in names}
     tokens: dict[str, list[float]] = {name: [] for name in names}
+    cpu_tokens: dict[str, list[float]] = {name: [] for name in names}
     data_share: dict[str, list[float]] = {name: [] for name in names}
     peaks: dict[str, float] = dict.fromkeys(names, 0.0)
     for round_ in range(settings.rounds):
-        for name, entry in zip(names, [None, *entries]):
+        for name, entry in zip(names, [None, None, *entries]):
             torch.set_num_threads(
                 threads if entry is None or entry.threads is None else entry.threads
             )
             _peak_reset()
             if entry is None:
-                timed = time_reference(settings, examples, seed=round_)
+                chosen = dense if name == DENSE else examples
+                timed = time_reference(settings, chosen, seed=round_)
             else:
                 timed = time_toolkit(entry, settings, data, vocab, seed=round_)
             peaks[name] = max(peaks[name], _peak_mib())
             rates[name].append(timed.rate)
             cpu_rates[name].append(timed.cpu_rate)
             tokens[name].append(timed.tokens / timed.seconds)
+            cpu_tokens[name].append(timed.tokens / timed.cpu_seconds)
             data_share[name].append(timed.data_seconds / timed.seconds)
             say(
                 f"round {round_ + 1}/{settings.rounds}: {name}: {timed.rate:.1f} examples/s, "
@@ -514,6 +578,7 @@ def run_train(settings: Settings, data: Path, vocab: Path, threads: int, say) ->
             )
     torch.set_num_threads(threads)
     reference, reference_cpu = rates[names[0]], cpu_rates[names[0]]
+    dense_tokens = tokens[DENSE]
     return {
         name: {
             "examples_per_second": rates[name],
@@ -528,6 +593,11 @@ def run_train(settings: Settings, data: Path, vocab: Path, threads: int, say) ->
                 r / ref for r, ref in zip(cpu_rates[name], reference_cpu)
             ),
             "data_wait_share": statistics.median(data_share[name]),
+            "share_of_dense": statistics.median(t / d for t, d in zip(tokens[name], dense_tokens)),
+            # The same per CPU second: what the maths costs, less disturbed by other load.
+            "cpu_share_of_dense": statistics.median(
+                t / d for t, d in zip(cpu_tokens[name], cpu_tokens[DENSE])
+            ),
             "peak_rss_mib": peaks[name],
         }
         for name in names
@@ -546,11 +616,12 @@ def run_encoder(settings: Settings, rounds: int) -> dict:
         np.clip(rng.normal(settings.encoder_length, 0.05 * settings.encoder_length, b), 1, None)
     ).long()
     n = int(lengths.max())
-    mask = torch.arange(n).unsqueeze(0) < lengths.unsqueeze(1)  # (b, n)
-    inputs = torch.randn(b, n, d)
+    mask = (torch.arange(n).unsqueeze(0) < lengths.unsqueeze(1)).to(DEVICE)  # (b, n)
+    inputs = torch.randn(b, n, d, device=DEVICE)
     torch.manual_seed(0)
-    encoder = SequenceEncoder(d, h)
-    lstm = nn.LSTM(d, h, batch_first=True, bidirectional=True)
+    encoder = SequenceEncoder(d, h, path="padded").to(DEVICE)
+    lstm = nn.LSTM(d, h, batch_first=True, bidirectional=True).to(DEVICE)
+    auto = SequenceEncoder(d, h).to(DEVICE)  # on CUDA: the packed (cuDNN) path
 
     def packed(x: Tensor) -> Tensor:
         sequence = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
@@ -564,14 +635,18 @@ def run_encoder(settings: Settings, rounds: int) -> dict:
         "torch PackedSequence": packed,
         "SequenceEncoder (padded)": toolkit,
     }
+    if DEVICE == "cuda":
+        runs["SequenceEncoder (auto: packed on CUDA)"] = lambda x: auto(x, mask)[0]
     seconds: dict[str, list[float]] = {name: [] for name in runs}
     peaks: dict[str, float] = dict.fromkeys(runs, 0.0)
     for _ in range(rounds):
         for name, run in runs.items():
             _peak_reset()
             x = inputs.clone().requires_grad_()
+            _sync()
             start = time.perf_counter()
             run(x).sum().backward()
+            _sync()
             seconds[name].append(time.perf_counter() - start)
             peaks[name] = max(peaks[name], _peak_mib())
     packed_median = statistics.median(seconds["torch PackedSequence"])
@@ -694,14 +769,14 @@ def print_tables(console: Console, result: dict) -> None:
     """The tables of ``result`` (the JSON the benchmark writes)."""
     s = result["settings"]
     scale = (
-        f"vocab {s['vocab_size']:,}, emb {s['embedding_dim']}, hidden {s['hidden_dim']}, "
+        f"{result['cpu_model']} ({result['device']}); vocab {s['vocab_size']:,}, emb {s['embedding_dim']}, hidden {s['hidden_dim']}, "
         f"batch {s['batch_size']}, contexts mean ~{s['mean_context']:.0f} (cap "
         f"{s['max_context']}), torch threads {result['threads']}"
     )
     if "train" in result:
         table = Table(title=f"Training throughput (median of {s['rounds']} rounds; {scale})")
         columns = ("", "examples/s", "tokens/s", "vs reference", "per CPU s", "vs ref (CPU)")
-        for column in (*columns, "data wait", "peak MiB"):
+        for column in (*columns, "of dense", "(CPU)", "data wait", "peak MiB"):
             table.add_column(column, justify="right" if column else "left")
         for name, row in result["train"].items():
             table.add_row(
@@ -711,6 +786,8 @@ def print_tables(console: Console, result: dict) -> None:
                 f"{row['ratio_vs_reference']:.2f}x",
                 f"{row['median_examples_per_cpu_second']:.1f}",
                 f"{row['cpu_ratio_vs_reference']:.2f}x",
+                f"{100 * row['share_of_dense']:.0f}%",
+                f"{100 * row['cpu_share_of_dense']:.0f}%",
                 f"{100 * row['data_wait_share']:.1f}%",
                 f"{row['peak_rss_mib']:,.0f}",
             )
@@ -761,6 +838,17 @@ def print_tables(console: Console, result: dict) -> None:
         console.print(table)
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``, else ``platform``)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (under 2 minutes)")
@@ -778,11 +866,38 @@ def main(argv: list[str] | None = None) -> int:
         help="what to measure (default: all; --quick leaves out preprocess)",
     )
     parser.add_argument("--rounds", type=int, default=None, help="override the rounds")
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="where every section runs (cuda: one GPU; prints full-epoch estimates)",
+    )
+    parser.add_argument(
+        "--scale-sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="N",
+        help="train examples of the generated corpora of the scale section "
+        "(default: 100000 400000; --quick 2000 4000)",
+    )
     parser.add_argument("--output", type=Path, default=Path("benchmark.json"))
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error("--threads must be at least 1")
     settings = QUICK if args.quick else FULL
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error(
+            "--device cuda: torch sees no CUDA device here (torch.cuda.is_available() is "
+            f"False; torch {torch.__version__}, CUDA build {torch.version.cuda or 'none'}); "
+            "run on a machine with an NVIDIA GPU and a CUDA build of torch, or use --device cpu"
+        )
+    global DEVICE
+    DEVICE = args.device
+    if args.scale_sizes is not None:
+        if min(args.scale_sizes) < 100:
+            parser.error("--scale-sizes must be at least 100 examples each")
+        settings = replace(settings, scale_sizes=tuple(args.scale_sizes))
     if args.rounds is not None:
         if args.rounds < 1:
             parser.error("--rounds must be at least 1")
@@ -812,11 +927,14 @@ def main(argv: list[str] | None = None) -> int:
         "torch": torch.__version__,
         "python": platform.python_version(),
         "cpu": platform.processor() or platform.machine(),
+        "cpu_model": cpu_model(),
+        "device": args.device,
+        "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else None,
         "cpu_count": os.cpu_count(),
         "load_average_1min_start": os.getloadavg()[0],
     }
     with tempfile.TemporaryDirectory() as tmp:
-        if {"train", "eval"} & set(sections):
+        if {"train", "eval", "answer"} & set(sections):
             data = write_dataset(Path(tmp), settings)
             vocab = Path(tmp) / "vocab.json"
         if "train" in sections:
@@ -825,11 +943,24 @@ def main(argv: list[str] | None = None) -> int:
             result["encoder"] = run_encoder(settings, settings.rounds)
         if "eval" in sections:
             result["eval"] = run_eval(settings, data, vocab, say)
+        if "answer" in sections:
+            result["answer"] = bs.run_answer(data, vocab, settings, settings.rounds, DEVICE, say)
+        if "scale" in sections:
+            shape = bs.CorpusShape(
+                mean_context=settings.scale_mean_context,
+                num_words=2 * settings.vocab_size,
+                num_entities=settings.num_entities,
+                entities_per_example=settings.entities_per_example,
+            )
+            result["scale"] = bs.run_scale(
+                list(settings.scale_sizes), Path(tmp), shape, settings.scale_num_proc, say
+            )
     if "preprocess" in sections:
         result["preprocess"] = run_preprocess(settings, say)
     result["load_average_1min_end"] = os.getloadavg()[0]
     result["seconds"] = time.perf_counter() - started
     print_tables(console, result)
+    bs.print_tables(console, result)
     say(
         f"torch threads {args.threads}, load average {result['load_average_1min_start']:.1f} -> "
         f"{result['load_average_1min_end']:.1f}, {result['seconds']:.0f} s in all"

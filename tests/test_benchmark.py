@@ -1,6 +1,7 @@
 """``scripts/benchmark.py --quick`` runs end to end and produces its table and JSON."""
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +19,17 @@ def test_quick_benchmark_prints_its_tables_and_writes_json(tmp_path: Path) -> No
         + ["--output", str(output)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    for title in ("Training throughput", "Document BiLSTM", "Evaluation of a 160-example"):
+    for title in (
+        "Training throughput",
+        "Document BiLSTM",
+        "Evaluation of a 160-example",
+        "Training data at corpus scale",
+        "Answer layers at CNN scale",
+        "Issue 15 targets",
+    ):
         assert title in run.stdout
     result = json.loads(output.read_text())
     assert result["mode"] == "quick" and result["threads"] == 1
@@ -31,3 +39,33 @@ def test_quick_benchmark_prints_its_tables_and_writes_json(tmp_path: Path) -> No
         assert row["median_examples_per_second"] > 0 and row["peak_rss_mib"] > 0
     assert set(result["encoder"]["results"]) == {"torch PackedSequence", "SequenceEncoder (padded)"}
     assert result["eval"]["examples"] == 160
+    # The dense limit is the yardstick of every reader's share; the CPU is named.
+    assert result["train"]["Dense limit (reference maths, equal-length unpadded), fp32"][
+        "share_of_dense"
+    ] == pytest.approx(1.0)
+    assert result["cpu_model"] and result["device"] == "cpu"
+    # Scale: the first process encodes, the second only opens the cache.
+    for size, row in result["scale"]["sizes"].items():
+        assert row["first"]["examples"] == int(size) and row["first"]["encode_seconds"] > 0
+        assert row["again"]["encode_seconds"] == 0  # an epoch of batches of 32, at most 200
+        assert row["again"]["batches"] == min(200, math.ceil(int(size) / 32))
+        assert row["workers"]["num_proc"] == 2 and row["workers"]["encode_seconds"] > 0
+    assert set(result["answer"]["results"]) == {"output", "tied", "pointer"}
+    for row in result["answer"]["results"].values():
+        assert 0 < row["answer_seconds"] < row["step_seconds"]
+
+
+def test_cuda_without_a_gpu_is_a_clear_error() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--device", "cuda", "--sections", "encoder"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    assert "--device cuda: torch sees no CUDA device here" in run.stderr
+    assert "Traceback" not in run.stderr

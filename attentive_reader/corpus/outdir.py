@@ -26,7 +26,7 @@ SHARDS_DIR = "shards"
 TMP_DIR = ".tmp"
 RUN_FILE = "run.json"
 # Everything a run may leave in its output directory (``--overwrite`` removes only these).
-OUTPUT_ENTRIES = (MANIFEST_NAME, "dataset_dict.json", *SPLITS, SHARDS_DIR, TMP_DIR)
+OUTPUT_ENTRIES = (MANIFEST_NAME, "dataset_dict.json", *SPLITS, SHARDS_DIR, TMP_DIR, ".encoded")
 
 
 def run_state(run_key: str, options: PreprocessOptions) -> dict:

@@ -29,13 +29,13 @@ from pathlib import Path
 import datasets
 
 from attentive_reader.corpus.records import (
-    CLOZE_FEATURES,
     PLACEHOLDER,
     SPLITS,
     ClozeExample,
     Skip,
     is_entity_marker,
     is_safe_id,
+    load_dataset,
     safe_id,
 )
 from attentive_reader.corpus.sources import (
@@ -243,25 +243,6 @@ def format_question(example: ClozeExample) -> str:
     )
 
 
-def _load_processed(dataset_dir: str | os.PathLike) -> datasets.DatasetDict:
-    folder = Path(dataset_dir)
-    hint = "make one with 'attentive-reader preprocess'"
-    if not (folder / "dataset_dict.json").is_file():
-        raise UserError(f"{folder} is not a processed dataset (no dataset_dict.json there); {hint}")
-    try:
-        loaded = datasets.load_from_disk(str(folder))
-    except Exception as err:  # a damaged save_to_disk folder, in any of many ways
-        raise UserError(f"{folder}: cannot load the dataset ({err}); {hint}") from None
-    for split, rows in loaded.items():
-        missing = [name for name in CLOZE_FEATURES if name not in rows.column_names]
-        if missing:
-            raise UserError(
-                f"{folder}: split {split} lacks the columns {', '.join(missing)}: not a "
-                f"processed cloze dataset; {hint}"
-            )
-    return loaded
-
-
 def export_questions(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike) -> dict[str, int]:
     """Write a processed dataset as DeepMind ``.question`` files.
 
@@ -282,7 +263,7 @@ def export_questions(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike)
         OutputInUse: another run writes ``out_dir``.
         OutputError: the disk is full, the folder read-only, ... (nothing is left behind).
     """
-    loaded = _load_processed(dataset_dir)
+    loaded = load_dataset(dataset_dir)
     out = Path(out_dir)
     partial = out.parent / f".{out.name}.partial"
     with writing(out, "export", also=(partial,)) as guard:

@@ -7,14 +7,20 @@ schema.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
 
 import datasets
 
+from attentive_reader.errors import UserError
+
 PLACEHOLDER = "@placeholder"
 ENTITY_PREFIX = "@entity"
-SPLITS = ("train", "validation", "test")
+Split = Literal["train", "validation", "test"]
+SPLITS: tuple[Split, ...] = ("train", "validation", "test")
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9_.-]+")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
@@ -165,3 +171,70 @@ CLOZE_FEATURES = datasets.Features(
         "entity_names": datasets.List(datasets.Value("string")),
     }
 )
+
+
+# --- the one loader of a processed dataset ---------------------------------------------------
+
+_MAKE_ONE = "make one with 'attentive-reader preprocess'"
+
+
+def load_dataset(directory: str | os.PathLike) -> datasets.DatasetDict:
+    """A processed dataset directory (``attentive-reader preprocess`` output), checked.
+
+    The splits are memory-mapped Arrow tables (``datasets.load_from_disk``); nothing is read
+    into memory here.
+
+    Raises:
+        UserError: the directory is missing, is not a processed dataset (no
+            ``dataset_dict.json``), cannot be loaded (damaged), or holds a split without the
+            columns of ``CLOZE_FEATURES`` (written by another tool or an old version). The
+            message names the directory and says what to do.
+    """
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise UserError(
+            f"{folder} is not a processed dataset directory (it does not exist); fix the "
+            f"path or {_MAKE_ONE}"
+        )
+    if not (folder / "dataset_dict.json").is_file():
+        raise UserError(
+            f"{folder} is not a processed dataset directory (no dataset_dict.json there); "
+            f"{_MAKE_ONE}"
+        )
+    try:
+        loaded = datasets.load_from_disk(str(folder))
+    except Exception as err:  # a damaged save_to_disk folder fails in many ways
+        raise UserError(f"{folder}: cannot load the dataset ({err}); {_MAKE_ONE} again") from None
+    if not isinstance(loaded, datasets.DatasetDict):
+        raise UserError(f"{folder} holds one table, not a dataset with splits; {_MAKE_ONE}")
+    for split, rows in loaded.items():
+        missing = [name for name in CLOZE_FEATURES if name not in rows.column_names]
+        if missing:
+            raise UserError(
+                f"{folder}: split {split} lacks the columns {', '.join(missing)} (not a "
+                f"processed cloze dataset, or one from an older version); {_MAKE_ONE} again"
+            )
+    return loaded
+
+
+def load_split(directory: str | os.PathLike, split: Split) -> datasets.Dataset:
+    """One split of a processed dataset directory (see ``load_dataset``).
+
+    Raises:
+        UserError: as ``load_dataset``, or the split is missing (the message lists those
+            there are).
+    """
+    return dataset_split(load_dataset(directory), split, directory)
+
+
+def dataset_split(
+    loaded: datasets.DatasetDict, split: str, directory: str | os.PathLike
+) -> datasets.Dataset:
+    """``loaded[split]``, or a ``UserError`` naming the splits ``directory`` has."""
+    if split not in loaded:
+        have = ", ".join(loaded) or "none"
+        raise UserError(
+            f"{directory} has no {split!r} split (it has {have}); choose one of those or "
+            "preprocess a dataset with that split"
+        )
+    return loaded[split]

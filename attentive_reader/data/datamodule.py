@@ -4,93 +4,44 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
 import datasets
-import numpy as np
 import pyarrow.compute as pc
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 from attentive_reader.corpus.manifest import preprocessing_identity, read_manifest
-from attentive_reader.corpus.records import SPLITS, entity_index
-from attentive_reader.data.batching import BucketBatchSampler, EncodedExample, collate
+from attentive_reader.corpus.records import (
+    SPLITS,
+    Split,
+    dataset_split,
+    entity_index,
+    load_dataset,
+)
+from attentive_reader.data.batching import BucketBatchSampler, collate
+from attentive_reader.data.encoded import (
+    BadRow,
+    cache_root,
+    cached_json,
+    encoded_split,
+    split_fingerprint,
+)
+from attentive_reader.data.split import EncodedSplit
 from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
 from attentive_reader.errors import UserError
 
-Split = Literal["train", "validation", "test"]
+__all__ = ["ClozeDataModule", "EncodedSplit", "Split", "VocabularyWriter"]
 EntityIdPolicy = Literal["permute", "first_occurrence"]
 ENTITY_ID_POLICIES: tuple[str, ...] = ("permute", "first_occurrence")
 VOCAB_FILE = "vocab.json"
 PIPELINE_FILE = "pipeline.json"  # the preprocessing identity, beside vocab.json
-
-
-class EncodedSplit(Dataset):
-    """One split as ``EncodedExample`` s, optionally with entity ids permuted per example.
-
-    With ``permute_entities`` the entity block is relabelled by a random permutation drawn
-    from ``(seed, epoch, index)``, so a run is reproducible while every epoch sees new
-    labels (the paper's "randomly permuted for each data point"). The key is either an index
-    (epoch 0) or an ``(epoch, index)`` pair, as ``BucketBatchSampler(with_epoch=True)``
-    yields.
-
-    Args:
-        examples: the encoded examples.
-        num_entities: size of the entity block ``e``.
-        entity_offset: token id of ``@entity0``.
-        permute_entities: relabel entity ids per example.
-        seed: base seed of the permutations.
-    """
-
-    def __init__(
-        self,
-        examples: Sequence[EncodedExample],
-        num_entities: int,
-        entity_offset: int = Vocabulary.entity_offset,
-        permute_entities: bool = False,
-        seed: int = 0,
-    ) -> None:
-        self.examples = list(examples)
-        self.num_entities = num_entities
-        self.entity_offset = entity_offset
-        self.permute_entities = permute_entities
-        self.seed = seed
-
-    def __len__(self) -> int:
-        return len(self.examples)
-
-    @property
-    def lengths(self) -> list[int]:
-        """Context length of every example."""
-        return [len(ex.context) for ex in self.examples]
-
-    def __getitem__(self, key: int | tuple[int, int]) -> EncodedExample:
-        epoch, index = key if isinstance(key, tuple) else (0, key)
-        example = self.examples[index]
-        if not self.permute_entities:
-            return example
-        rng = np.random.default_rng([self.seed, epoch, index])
-        permutation = rng.permutation(self.num_entities)  # (e,) old entity k -> new entity
-        return EncodedExample(
-            id=example.id,
-            context=self._relabel(example.context, permutation),
-            query=self._relabel(example.query, permutation),
-            answer=int(permutation[example.answer]),
-            candidates=permutation[np.asarray(example.candidates, dtype=np.int64)],
-            truncated=example.truncated,
-        )
-
-    def _relabel(self, ids: Sequence[int], permutation: np.ndarray) -> np.ndarray:
-        ids = np.array(ids, dtype=np.int64)  # a copy
-        offset, end = self.entity_offset, self.entity_offset + self.num_entities
-        entity = (ids >= offset) & (ids < end)
-        ids[entity] = offset + permutation[ids[entity] - offset]
-        return ids
 
 
 class ClozeDataModule(pl.LightningDataModule):
@@ -111,6 +62,12 @@ class ClozeDataModule(pl.LightningDataModule):
     The entity block has ``num_entities`` ids: by default exactly what the dataset needs
     (the largest entity number over all splits + 1); a larger explicit value widens the
     range the permutation draws from (e.g. 527 for CNN-sized answer spaces).
+
+    Token ids are encoded once per dataset and vocabulary and stored as memory-mapped NumPy
+    columns (``data/encoded.py``): in ``<path>/.encoded`` when the dataset directory is
+    writable, else in ``cache_dir`` or the user's cache. Later runs, every DDP rank and every
+    data-loader worker open those files and share the page cache. The vocabulary built from
+    the train split and the entity count are cached there too.
 
     Training batches are length-bucketed and shuffled; validation and test batches are
     length-bucketed, in a fixed order. Under DDP each rank reads its own disjoint share of batches,
@@ -134,8 +91,13 @@ class ClozeDataModule(pl.LightningDataModule):
         num_workers: ``DataLoader`` worker processes.
         seed: seed of batch shuffling and entity permutation.
         vocab: a ``vocab.json`` or a checkpoint whose vocabulary to use instead of building
-            one from the train split (the CLI sets it to ``--ckpt_path`` when given).
+            one from the train split.
         predict_split: the split ``predict`` reads.
+        checkpoint: a checkpoint whose vocabulary to use when ``vocab`` is unset (the CLI
+            links it from ``--ckpt_path``, so evaluating or resuming reads the data as the
+            checkpoint's model did).
+        cache_dir: where to keep the encoded ids (default: beside the dataset, see above).
+        num_proc: worker processes for the first encoding of a large split.
     """
 
     def __init__(
@@ -152,6 +114,9 @@ class ClozeDataModule(pl.LightningDataModule):
         seed: int = 0,
         vocab: str | None = None,
         predict_split: Split = "test",
+        checkpoint: str | None = None,
+        cache_dir: str | None = None,
+        num_proc: int = 1,
     ) -> None:
         super().__init__()
         for name, value in (
@@ -160,6 +125,7 @@ class ClozeDataModule(pl.LightningDataModule):
             ("num_entities", 1 if num_entities is None else num_entities),
             ("pool_size", pool_size),
             ("num_workers", num_workers + 1),
+            ("num_proc", num_proc),
         ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -176,8 +142,8 @@ class ClozeDataModule(pl.LightningDataModule):
         if predict_split not in SPLITS:
             raise ValueError(f"predict_split must be one of {SPLITS}, got {predict_split!r}")
         # Stored in checkpoints for from_checkpoint; not sent to loggers (the CLI's config.yaml
-        # has them), which also avoids Lightning's clash check on num_entities when a stored
-        # vocabulary overrides the argument.
+        # has them). They are the arguments as given: the entity count in use is the
+        # vocabulary's (``num_entities``), which the CLI links into the model's arguments.
         self.save_hyperparameters(logger=False)
         self.path = Path(path)
         self.batch_size = batch_size
@@ -187,14 +153,19 @@ class ClozeDataModule(pl.LightningDataModule):
         self.max_context_tokens = max_context_tokens
         self.pool_size = pool_size
         self.num_workers = num_workers
+        self.num_proc = num_proc
         self.seed = seed
         self.predict_split = predict_split
-        self._splits = _load_splits(self.path)
+        self._splits = {
+            split: rows for split, rows in load_dataset(self.path).items() if split in SPLITS
+        }
+        self._cache = cache_root(self.path, cache_dir)
         # How the dataset's text was anonymized (manifest.json), stored in checkpoints so that
         # attentive_reader.api.Reader anonymizes a new document alike; None without a manifest.
         self.pipeline: dict | None = preprocessing_identity(read_manifest(self.path))
-        if vocab is not None:
-            self.vocab = _read_vocabulary(Path(vocab))
+        stored_vocab = vocab if vocab is not None else checkpoint
+        if stored_vocab is not None:
+            self.vocab = _read_vocabulary(Path(stored_vocab))
         else:
             needed = self.entities_needed()
             if num_entities is not None and num_entities < needed:
@@ -203,12 +174,7 @@ class ClozeDataModule(pl.LightningDataModule):
                     f"@entity{needed - 1}) but --data.num_entities is {num_entities}; raise it "
                     "or leave it unset to use what the data needs"
                 )
-            train = self.examples("train").select_columns(["context", "query"])
-            self.vocab = Vocabulary.build(
-                _token_lists(train), max_words=max_words, num_entities=num_entities or needed
-            )
-        # A stored vocabulary brings its own entity count; record the one in use.
-        self.hparams["num_entities"] = self.vocab.num_entities
+            self.vocab = self._built_vocabulary(max_words, num_entities or needed)
         self._encoded: dict[str, EncodedSplit] = {}
 
     # --- what the CLI links into the model -----------------------------------------------
@@ -226,7 +192,17 @@ class ClozeDataModule(pl.LightningDataModule):
     # --- data ----------------------------------------------------------------------------
 
     def entities_needed(self) -> int:
-        """The number of entity ids the stored data needs: its largest entity number + 1."""
+        """The number of entity ids the stored data needs: its largest entity number + 1.
+
+        Counted once per dataset (cached beside the encoded ids).
+        """
+        key = _digest_of({s: split_fingerprint(rows) for s, rows in self._splits.items()})
+        largest = cached_json(self._cache, "entities", key, self._largest_entity)
+        if not isinstance(largest, int) or largest < 0:
+            raise UserError(f"{self.path} holds no entity markers; is it a processed dataset?")
+        return largest + 1
+
+    def _largest_entity(self) -> int:
         largest = -1
         for split in self._splits.values():
             for table in split.with_format("arrow").iter(batch_size=50_000):
@@ -234,40 +210,60 @@ class ClozeDataModule(pl.LightningDataModule):
                 if len(markers):
                     numbers = pc.cast(pc.utf8_slice_codeunits(markers, len("@entity")), "int64")
                     largest = max(largest, pc.max(numbers).as_py())
-        if largest < 0:
-            raise UserError(f"{self.path} holds no entity markers; is it a processed dataset?")
-        return largest + 1
+        return largest
+
+    def _built_vocabulary(self, max_words: int, num_entities: int) -> Vocabulary:
+        """``Vocabulary.build`` over the train split, counted once per dataset and options."""
+        train = self.examples("train")
+        key = _digest_of(
+            {"train": split_fingerprint(train), "max_words": max_words, "entities": num_entities}
+        )
+
+        def build() -> dict:
+            counts = _token_counts(train)
+            return Vocabulary.from_counts(
+                counts, max_words=max_words, num_entities=num_entities
+            ).to_dict()
+
+        stored = cached_json(self._cache, "vocab", key, build)
+        return Vocabulary.from_dict(stored)  # type: ignore[arg-type]
 
     def examples(self, split: Split) -> datasets.Dataset:
         """The stored rows of ``split`` (``CLOZE_FEATURES``), e.g. for heatmaps and reports."""
-        if split not in self._splits:
-            raise UserError(
-                f"{self.path} has no {split!r} split (it has {', '.join(self._splits) or 'none'})"
-            )
-        return self._splits[split]
+        return dataset_split(self._splits, split, self.path)  # type: ignore[arg-type]
 
     def dataset(self, split: Split) -> EncodedSplit:
-        """``split`` encoded with the vocabulary (entity permutation only for ``train``)."""
+        """``split`` encoded with the vocabulary (entity permutation only for ``train``).
+
+        The first call for a dataset and vocabulary encodes the split into the cache; later
+        calls (in any process) open the cached files.
+        """
         if split not in self._encoded:
-            examples = self.examples(split)
-            encoded = [
-                self._encode(row, split)
-                for batch in examples.iter(batch_size=1000)
-                for row in _rows(batch)
-            ]
+            rows = self.examples(split)
+            try:
+                columns = encoded_split(
+                    rows, self.vocab, self._cache, split, self.num_proc, self.path
+                )
+            except BadRow as bad:
+                self._check(rows[bad.index], split)
+                raise UserError(  # pragma: no cover - _check explains every BadRow
+                    f"{self.path} [{split}] example {rows[bad.index]['id']}: cannot be encoded"
+                ) from None
             self._encoded[split] = EncodedSplit(
-                encoded,
+                columns,
                 num_entities=self.num_entities,
                 entity_offset=self.vocab.entity_offset,
                 permute_entities=self.permute_entities and split == "train",
                 seed=self.seed,
+                max_context_tokens=self.max_context_tokens,
             )
         return self._encoded[split]
 
-    def _encode(self, row: dict, split: str) -> EncodedExample:
+    def _check(self, row: dict, split: str) -> None:
+        """Raise the ``UserError`` that explains why ``row`` cannot be encoded."""
         try:
-            context = self.vocab.encode(row["context"])
-            query = self.vocab.encode(row["query"])
+            self.vocab.encode(row["context"])
+            self.vocab.encode(row["query"])
             candidates = [entity_index(marker) for marker in row["candidates"]]
             answer = entity_index(row["answer"])
             for k in [*candidates, answer]:
@@ -285,17 +281,6 @@ class ClozeDataModule(pl.LightningDataModule):
                 f"{self.path} [{split}] example {row['id']}: the answer {row['answer']} is not "
                 "among its candidates; the dataset is corrupt, preprocess it again"
             )
-        truncated = self.max_context_tokens is not None and len(context) > self.max_context_tokens
-        if truncated:
-            context = context[: self.max_context_tokens]
-        return EncodedExample(
-            id=row["id"],
-            context=np.asarray(context, dtype=np.int32),
-            query=np.asarray(query, dtype=np.int32),
-            answer=answer,
-            candidates=np.asarray(candidates, dtype=np.int64),
-            truncated=truncated,
-        )
 
     # --- Lightning hooks -----------------------------------------------------------------
 
@@ -445,26 +430,27 @@ class VocabularyWriter(Callback):
             )
 
 
-def _load_splits(path: Path) -> dict[str, datasets.Dataset]:
-    if not (path / "dataset_dict.json").is_file():
-        raise UserError(
-            f"{path} is not a processed dataset directory (no dataset_dict.json); create one "
-            "with 'attentive-reader preprocess' and pass it as --data.path"
-        )
-    loaded = datasets.load_from_disk(str(path))
-    return {split: loaded[split] for split in SPLITS if split in loaded}
+def _digest_of(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def _token_lists(train: datasets.Dataset) -> Iterator[list[str]]:
-    for batch in train.iter(batch_size=1000):
-        yield from batch["context"]
-        yield from batch["query"]
-
-
-def _rows(batch: dict[str, list]) -> Iterator[dict]:
-    keys = list(batch)
-    for values in zip(*(batch[key] for key in keys)):
-        yield dict(zip(keys, values))
+def _token_counts(train: datasets.Dataset) -> Counter[str]:
+    """How often each token occurs in the contexts and queries of ``train`` (Arrow kernels)."""
+    counts: Counter[str] = Counter()
+    for table in train.select_columns(["context", "query"]).with_format("arrow").iter(50_000):
+        for column in ("context", "query"):
+            tokens = pc.list_flatten(table.column(column))
+            if len(tokens):
+                found = pc.value_counts(tokens)  # struct<values, counts>
+                counts.update(
+                    dict(
+                        zip(
+                            found.field("values").to_pylist(),
+                            found.field("counts").to_pylist(),
+                        )
+                    )
+                )
+    return counts
 
 
 # The checkpoint ``from_checkpoint`` has in hand while it builds the module, so that reading

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from attentive_reader.corpus.records import PLACEHOLDER, entity_marker, is_entity_marker
@@ -85,11 +85,20 @@ class Vocabulary:
             max_words: how many words to keep; the rest map to ``<unk>``.
             num_entities: the size of the entity block.
         """
-        if max_words < 0:
-            raise ValueError(f"max_words must be non-negative, got {max_words}")
         counts: Counter[str] = Counter()
         for tokens in token_lists:
             counts.update(tokens)
+        return cls.from_counts(counts, max_words=max_words, num_entities=num_entities)
+
+    @classmethod
+    def from_counts(
+        cls, counts: Mapping[str, int], max_words: int = 50_000, num_entities: int = 600
+    ) -> Vocabulary:
+        """The vocabulary of the ``max_words`` most frequent words of ``counts`` (token ->
+        count); the same rules as ``build``."""
+        if max_words < 0:
+            raise ValueError(f"max_words must be non-negative, got {max_words}")
+        counts = Counter(counts)
         for token in list(counts):
             if token in SPECIAL_TOKENS or is_entity_marker(token):
                 del counts[token]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from attentive_reader import __version__
 from attentive_reader.corpus.manifest import write_json_atomic
-from attentive_reader.corpus.records import SPLITS, ClozeExample
+from attentive_reader.corpus.records import SPLITS, ClozeExample, Split, load_split
 from attentive_reader.errors import UserError
 from attentive_reader.eval.report import (
     DEFAULT_CANDIDATE_EDGES,
@@ -255,18 +255,7 @@ def load_examples(data: str | Path, split: Split) -> list[ClozeExample]:
     Raises:
         UserError: if ``data`` is not a processed dataset or lacks the split.
     """
-    import datasets
-
-    data = Path(data)
-    if not (data / "dataset_dict.json").is_file():
-        raise UserError(
-            f"{data} is not a processed dataset directory (no dataset_dict.json); create one "
-            "with 'attentive-reader preprocess'"
-        )
-    loaded = datasets.load_from_disk(str(data))
-    if split not in loaded:
-        raise UserError(f"{data} has no {split!r} split (it has {', '.join(loaded) or 'none'})")
-    return [ClozeExample.from_row(row) for row in loaded[split]]
+    return [ClozeExample.from_row(row) for row in load_split(Path(data), split)]
 
 
 def read_manifest(data: str | Path) -> dict[str, Any] | None:

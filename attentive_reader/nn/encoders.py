@@ -6,6 +6,7 @@ per direction.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -13,8 +14,11 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 RnnName = Literal["lstm", "gru"]
+RnnPath = Literal["auto", "padded", "packed"]
+RNN_PATHS: tuple[str, ...] = ("auto", "padded", "packed")
 
 
 class SequenceEncoder(nn.Module):
@@ -32,6 +36,12 @@ class SequenceEncoder(nn.Module):
     32 contexts of ~900 tokens, see the README's "Performance"). The padded runs use
     torch's fused (oneDNN) RNN kernels in both passes.
 
+    On CUDA the cost is the other way round: cuDNN runs a packed batch as one fused kernel
+    that skips the padding, so ``path="auto"`` packs each direction's input there
+    (``pack_padded_sequence``, the backward direction's reversed input as on the CPU) and
+    runs padded everywhere else. Both paths compute the same function with the same
+    parameters; ``path`` forces one (the tests compare them on the CPU).
+
     Args:
         input_dim: size ``d`` of each input vector.
         hidden_dim: size ``h`` of the hidden state of each direction.
@@ -39,6 +49,7 @@ class SequenceEncoder(nn.Module):
         rnn: ``lstm`` or ``gru``.
         dropout: dropout between stacked layers (ignored with one layer).
         bidirectional: read in both directions (outputs ``2h``) or forwards only (``h``).
+        path: ``auto`` (packed on CUDA, padded elsewhere), ``padded`` or ``packed``.
     """
 
     def __init__(
@@ -49,6 +60,7 @@ class SequenceEncoder(nn.Module):
         rnn: RnnName = "lstm",
         dropout: float = 0.0,
         bidirectional: bool = True,
+        path: RnnPath = "auto",
     ) -> None:
         super().__init__()
         for name, value in (("input_dim", input_dim), ("hidden_dim", hidden_dim)):
@@ -60,6 +72,9 @@ class SequenceEncoder(nn.Module):
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         if rnn not in ("lstm", "gru"):
             raise ValueError(f"rnn must be 'lstm' or 'gru', got {rnn!r}")
+        if path not in RNN_PATHS:
+            raise ValueError(f"path must be one of {', '.join(RNN_PATHS)}, got {path!r}")
+        self.path = path
         cell = nn.LSTM if rnn == "lstm" else nn.GRU
         directions = 2 if bidirectional else 1
         # layers[k][0] reads forwards, layers[k][1] (bidirectional) reads backwards. Built in
@@ -97,15 +112,17 @@ class SequenceEncoder(nn.Module):
         lengths = mask.sum(dim=1)  # (b,)
         keep = mask.unsqueeze(-1)  # (b, n, 1)
         reverse = _reverse_index(lengths, inputs.shape[1]).unsqueeze(-1)  # (b, n, 1)
+        packed = self.path == "packed" or (self.path == "auto" and inputs.is_cuda)
+        run = functools.partial(_run_packed, lengths=lengths) if packed else _run_padded
         states = inputs
         for k, directions in enumerate(self.layers):
             if k > 0:
                 states = F.dropout(states, self.dropout, self.training)
-            forward_states, _ = directions[0](states)  # (b, n, h)
+            forward_states = run(directions[0], states)  # (b, n, h)
             outputs = [forward_states]
             if self.bidirectional:
                 flipped = _gather_time(states, reverse)  # (b, n, d'): each sequence reversed
-                backward_states, _ = directions[1](flipped)  # (b, n, h)
+                backward_states = run(directions[1], flipped)  # (b, n, h)
                 outputs.append(_gather_time(backward_states, reverse))  # back in token order
             states = torch.cat(outputs, dim=-1) if self.bidirectional else forward_states
             states = torch.where(keep, states, 0.0)  # (b, n, o)
@@ -116,6 +133,25 @@ class SequenceEncoder(nn.Module):
             final = torch.cat([final, states[:, 0, h:]], dim=-1)  # (b, 2h) + first backward
         final = torch.where((lengths > 0).unsqueeze(-1), final, 0.0)  # (b, o)
         return states, final
+
+
+def _run_padded(cell: nn.RNNBase, inputs: Tensor) -> Tensor:
+    """The RNN over the whole padded batch: (b, n, d) -> (b, n, h)."""
+    return cell(inputs)[0]
+
+
+def _run_packed(cell: nn.RNNBase, inputs: Tensor, lengths: Tensor) -> Tensor:
+    """The RNN over the real tokens only (a ``PackedSequence``): (b, n, d) -> (b, n, h).
+
+    Positions past a sequence's length come back as 0; an empty sequence is run for one step
+    (``pack_padded_sequence`` needs a positive length) and masked by the caller.
+    """
+    n = inputs.shape[1]
+    sequence = pack_padded_sequence(
+        inputs, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False
+    )
+    states, _ = pad_packed_sequence(cell(sequence)[0], batch_first=True, total_length=n)
+    return states  # (b, n, h)
 
 
 def _cpu_rnn_without_bf16(inputs: Tensor) -> bool:

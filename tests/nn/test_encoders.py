@@ -177,3 +177,48 @@ def test_dropout_between_layers_only_in_training():
     noisy, _ = encoder(inputs, mask)
     assert not torch.allclose(noisy, first)
     assert torch.equal(noisy[1, 3:], torch.zeros(2, 8))
+
+
+@pytest.mark.parametrize("rnn", ["lstm", "gru"])
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_packed_path_equals_the_padded_path_in_values_and_gradients(rnn, bidirectional):
+    """Issue 15: the packed path (cuDNN's fast one, used on CUDA) and the padded path (the
+    CPU's) are one function of the same parameters; compared here on the CPU."""
+    torch.manual_seed(0)
+    padded_encoder = SequenceEncoder(
+        3, 4, num_layers=2, rnn=rnn, bidirectional=bidirectional, path="padded"
+    )
+    packed_encoder = SequenceEncoder(
+        3, 4, num_layers=2, rnn=rnn, bidirectional=bidirectional, path="packed"
+    )
+    packed_encoder.load_state_dict(padded_encoder.state_dict())
+    inputs, mask = padded([6, 2, 0, 5])  # an empty sequence too
+    weights = torch.randn(4, 6, padded_encoder.output_dim)  # a loss that weighs every state
+    results = []
+    for encoder in (padded_encoder, packed_encoder):
+        x = inputs.clone().requires_grad_()
+        states, final = encoder(x, mask)
+        ((states * weights).sum() + final.pow(2).sum()).backward()
+        grads = [p.grad.clone() for p in encoder.parameters()]
+        results.append((states.detach(), final.detach(), x.grad.clone(), grads))
+    (s1, f1, g1, p1), (s2, f2, g2, p2) = results
+    torch.testing.assert_close(s1, s2, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(f1, f2, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(g1, g2, atol=1e-6, rtol=1e-5)
+    assert torch.equal(g1[2], torch.zeros_like(g1[2]))  # the empty sequence: no gradient
+    for a, b in zip(p1, p2):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_auto_path_runs_padded_on_the_cpu(monkeypatch):
+    import attentive_reader.nn.encoders as encoders
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("packed on the CPU")
+
+    monkeypatch.setattr(encoders, "_run_packed", refuse)
+    inputs, mask = padded([3, 1])
+    states, _ = SequenceEncoder(3, 4)(inputs, mask)
+    assert states.shape == (2, 3, 8)
+    with pytest.raises(ValueError, match="path must be one of auto, padded, packed"):
+        SequenceEncoder(3, 4, path="cudnn")

@@ -1,0 +1,452 @@
+"""Token ids encoded once per dataset and vocabulary, read memory-mapped after.
+
+A split's ids live in a cache folder of NumPy ``.npy`` files (int32 columns with int64
+offsets, as Arrow lays out list columns)::
+
+    context.npy  context_offsets.npy      all contexts' token ids, end to end; (rows + 1,)
+    query.npy    query_offsets.npy        the same for queries
+    candidates.npy candidate_offsets.npy  entity numbers (``@entity7`` -> 7)
+    answer.npy                            (rows,) entity numbers
+    ids.npy                               (rows,) example ids, UTF-8 bytes
+    meta.json                             format, key, rows and every file's size
+
+The folder's name holds a key: the SHA-256 of the vocabulary and of the split's fingerprint
+(its Arrow files' names, sizes and modification times and the ``datasets`` fingerprint), so a
+new vocabulary or a rewritten dataset gets a new folder. Readers open the files with
+``mmap_mode="r"``: every process (DDP ranks, data-loader workers) shares the kernel's page
+cache, and opening is a few system calls.
+
+Building writes into a temporary folder and renames it into place, under an exclusive
+``flock`` on a lock file beside it: a second process (another rank) waits for the first and
+then opens its result. A folder whose ``meta.json`` does not match its key, format or file
+sizes (an interrupted or damaged build) is rebuilt.
+
+Letters: ``r`` rows (examples), ``t`` tokens of a column.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from attentive_reader.data.vocab import Vocabulary
+
+FORMAT_VERSION = 1
+CACHE_FOLDER = ".encoded"  # inside the dataset directory when it is writable
+ENV_CACHE = "ATTENTIVE_READER_CACHE"
+_MARKER = r"^@entity[0-9]+$"
+_BLOCK_ROWS = 20_000
+_ARRAYS = (
+    "context",
+    "context_offsets",
+    "query",
+    "query_offsets",
+    "candidates",
+    "candidate_offsets",
+    "answer",
+    "ids",
+)
+
+
+class BadRow(Exception):
+    """Encoding found a row that the scalar check must explain (its index in the split)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"row {index}")
+        self.index = index
+
+
+@dataclass
+class EncodedColumns:
+    """The memory-mapped arrays of one encoded split (see the module docstring).
+
+    Pickling keeps only the folder: a process that unpickles it maps the files itself
+    instead of receiving copies of the arrays.
+
+    Attributes:
+        folder: the cache folder.
+        rows: the number of examples ``r``.
+    """
+
+    folder: Path
+    rows: int
+
+    def __post_init__(self) -> None:
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def __getstate__(self) -> dict:
+        return {"folder": self.folder, "rows": self.rows}
+
+    def __setstate__(self, state: dict) -> None:
+        self.folder, self.rows = state["folder"], state["rows"]
+        self._arrays = {}
+
+    def array(self, name: str) -> np.ndarray:
+        """One column, memory-mapped read-only on first use."""
+        if name not in self._arrays:
+            self._arrays[name] = np.load(self.folder / f"{name}.npy", mmap_mode="r")
+        return self._arrays[name]
+
+    def context_lengths(self) -> np.ndarray:
+        """Stored (untruncated) context length of every example, (r,) int64."""
+        return np.diff(self.array("context_offsets"))
+
+    def span(self, column: str, offsets: str, index: int) -> np.ndarray:
+        """Row ``index`` of a list column, a read-only view, (t_i,)."""
+        bounds = self.array(offsets)
+        return self.array(column)[bounds[index] : bounds[index + 1]]
+
+    def example_id(self, index: int) -> str:
+        return bytes(self.array("ids")[index]).decode("utf-8")
+
+
+# --- keys and cache folders ----------------------------------------------------------------
+
+
+def vocabulary_hash(vocab: Vocabulary) -> str:
+    """SHA-256 of the vocabulary's stored form."""
+    text = json.dumps(vocab.to_dict(), ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def split_fingerprint(rows: datasets.Dataset) -> str:
+    """What identifies a stored split: its Arrow files (name, size, mtime) and fingerprint."""
+    files = []
+    for entry in rows.cache_files:
+        path = Path(entry["filename"])
+        stat = path.stat()
+        files.append([str(path.resolve()), stat.st_size, stat.st_mtime_ns])
+    parts = {"files": files, "fingerprint": rows._fingerprint, "rows": len(rows)}
+    return _digest(parts)
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def cache_root(dataset_dir: Path, cache_dir: str | Path | None = None) -> Path:
+    """Where the encoded splits of ``dataset_dir`` live.
+
+    ``cache_dir`` when given; else ``<dataset_dir>/.encoded`` when the dataset directory is
+    writable; else ``$ATTENTIVE_READER_CACHE`` or ``~/.cache/attentive-reader``, in a folder
+    named by the dataset directory's resolved path.
+    """
+    if cache_dir is not None:
+        return Path(cache_dir)
+    beside = dataset_dir / CACHE_FOLDER
+    if beside.is_dir() and os.access(beside, os.W_OK):
+        return beside
+    if not beside.exists() and os.access(dataset_dir, os.W_OK):
+        return beside
+    base = Path(os.environ.get(ENV_CACHE) or Path.home() / ".cache" / "attentive-reader")
+    name = hashlib.sha256(str(dataset_dir.resolve()).encode("utf-8")).hexdigest()[:16]
+    return base / "encoded" / name
+
+
+@contextmanager
+def _exclusive(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_file`` (blocking: a second process waits)."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def cached_json(root: Path, name: str, key: str, compute: Callable[[], object]) -> object:
+    """A JSON value computed once and stored as ``root/<name>-<key>.json`` (atomic write)."""
+    path = root / f"{name}-{key[:32]}.json"
+    value = _read_json(path, key)
+    if value is not None:
+        return value
+    with _exclusive(root / f".{name}.lock"):
+        value = _read_json(path, key)
+        if value is None:
+            value = compute()
+            _write_atomic(path, json.dumps({"key": key, "value": value}, ensure_ascii=False))
+    return value
+
+
+def _read_json(path: Path, key: str) -> object | None:
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return stored.get("value") if isinstance(stored, dict) and stored.get("key") == key else None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+# --- opening and building ------------------------------------------------------------------
+
+
+def encoded_split(
+    rows: datasets.Dataset,
+    vocab: Vocabulary,
+    root: Path,
+    split: str,
+    num_proc: int = 1,
+    dataset_dir: Path | None = None,
+) -> EncodedColumns:
+    """The encoded columns of ``rows``: opened from the cache, or built once and stored.
+
+    Args:
+        rows: the stored split (``CLOZE_FEATURES``).
+        vocab: the vocabulary to encode with.
+        root: the cache root (``cache_root``).
+        split: the split's name (part of the folder name).
+        num_proc: worker processes for a first encoding (each encodes a range of rows).
+        dataset_dir: the processed dataset directory (workers load ``rows`` from it).
+
+    Raises:
+        BadRow: a row that cannot be encoded (an entity marker beyond the vocabulary's block,
+            a candidate that is not a marker, an answer not among the candidates); the caller
+            explains it.
+    """
+    key = _digest(
+        {
+            "format": FORMAT_VERSION,
+            "vocab": vocabulary_hash(vocab),
+            "split": split_fingerprint(rows),
+        }
+    )
+    folder = root / f"{split}-{key[:32]}"
+    opened = _open(folder, key)
+    if opened is not None:
+        return opened
+    with _exclusive(root / f".{split}.lock"):
+        opened = _open(folder, key)  # another process may have built it while we waited
+        if opened is not None:
+            return opened
+        if folder.exists():
+            shutil.rmtree(folder)  # stale, partial or damaged
+        temporary = root / f".{folder.name}.{os.getpid()}.partial"
+        if temporary.exists():
+            shutil.rmtree(temporary)
+        temporary.mkdir(parents=True)
+        try:
+            _build(rows, vocab, temporary, key, num_proc, dataset_dir, split)
+            os.rename(temporary, folder)
+        finally:
+            shutil.rmtree(temporary, ignore_errors=True)
+    opened = _open(folder, key)
+    if opened is None:  # pragma: no cover - only a concurrent deletion gets here
+        raise OSError(f"the encoded cache {folder} vanished while it was opened")
+    return opened
+
+
+def _open(folder: Path, key: str) -> EncodedColumns | None:
+    """The columns in ``folder`` if its ``meta.json`` matches ``key`` and the files' sizes."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        if meta.get("format") != FORMAT_VERSION or meta.get("key") != key:
+            return None
+        for name in _ARRAYS:
+            if (folder / f"{name}.npy").stat().st_size != meta["sizes"][name]:
+                return None
+        columns = EncodedColumns(folder, int(meta["rows"]))
+        for column, offsets in _LISTS:
+            bounds = columns.array(offsets)
+            if len(bounds) != columns.rows + 1 or bounds[-1] != len(columns.array(column)):
+                return None
+        if len(columns.array("answer")) != columns.rows:
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return columns
+
+
+_LISTS = (
+    ("context", "context_offsets"),
+    ("query", "query_offsets"),
+    ("candidates", "candidate_offsets"),
+)
+
+
+def _build(
+    rows: datasets.Dataset,
+    vocab: Vocabulary,
+    folder: Path,
+    key: str,
+    num_proc: int,
+    dataset_dir: Path | None,
+    split: str,
+) -> None:
+    """Encode ``rows`` into preallocated ``.npy`` files in ``folder``, then write meta.json."""
+    table = rows.with_format("arrow").data.table  # memory-mapped
+    count = len(rows)
+    ids = table.column("id")
+    width = max(1, int(pc.max(pc.binary_length(ids)).as_py() or 1)) if count else 1
+    totals = {
+        column: int(pc.sum(pc.list_value_length(table.column(source))).as_py() or 0)
+        for column, source in (
+            ("context", "context"),
+            ("query", "query"),
+            ("candidates", "candidates"),
+        )
+    }
+    shapes = {
+        "context": ((totals["context"],), np.int32),
+        "query": ((totals["query"],), np.int32),
+        "candidates": ((totals["candidates"],), np.int32),
+        "context_offsets": ((count + 1,), np.int64),
+        "query_offsets": ((count + 1,), np.int64),
+        "candidate_offsets": ((count + 1,), np.int64),
+        "answer": ((count,), np.int32),
+        "ids": ((count,), f"S{width}"),
+    }
+    for name, (shape, dtype) in shapes.items():
+        np.lib.format.open_memmap(folder / f"{name}.npy", "w+", dtype=dtype, shape=shape).flush()
+    # Each list column's offsets are known before encoding: write them, then fill the values.
+    for column, offsets_name in _LISTS:
+        source = "candidates" if column == "candidates" else column
+        lengths = pc.list_value_length(table.column(source)).to_numpy(zero_copy_only=False)
+        offsets = np.lib.format.open_memmap(folder / f"{offsets_name}.npy", "r+")
+        offsets[0] = 0
+        np.cumsum(lengths, out=offsets[1:])
+        offsets.flush()
+        del offsets
+    ranges = _ranges(count, num_proc)
+    task = _Task(str(folder), vocab.to_dict(), str(dataset_dir) if dataset_dir else "", split)
+    if num_proc > 1 and dataset_dir is not None and len(ranges) > 1:
+        with ProcessPoolExecutor(len(ranges), mp_context=get_context("spawn")) as pool:
+            bad = list(pool.map(_encode_range_in_worker, [task] * len(ranges), ranges))
+    else:
+        bad = [_encode_range(table, vocab, folder, start, stop) for start, stop in ranges]
+    failures = [index for index in bad if index is not None]
+    if failures:
+        raise BadRow(min(failures))
+    sizes = {name: (folder / f"{name}.npy").stat().st_size for name in _ARRAYS}
+    meta = {"format": FORMAT_VERSION, "key": key, "rows": count, "sizes": sizes}
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
+def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
+    parts = max(1, min(parts, count // _BLOCK_ROWS + 1))
+    edges = np.linspace(0, count, parts + 1).astype(int)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a] or [(0, 0)]
+
+
+@dataclass(frozen=True)
+class _Task:
+    folder: str
+    vocab: dict
+    dataset_dir: str
+    split: str
+
+
+def _encode_range_in_worker(task: _Task, bounds: tuple[int, int]) -> int | None:
+    rows = datasets.load_from_disk(task.dataset_dir)[task.split]
+    table = rows.with_format("arrow").data.table
+    vocab = Vocabulary.from_dict(task.vocab)
+    return _encode_range(table, vocab, Path(task.folder), *bounds)
+
+
+def _encode_range(
+    table: pa.Table, vocab: Vocabulary, folder: Path, start: int, stop: int
+) -> int | None:
+    """Fill rows ``[start, stop)`` of the preallocated files; the first bad row, or None."""
+    arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r+") for name in _ARRAYS}
+    tokens = pa.array(vocab.tokens, type=pa.string())  # position = token id
+    options = pc.SetLookupOptions(value_set=tokens)
+    first_bad: int | None = None
+    for begin in range(start, stop, _BLOCK_ROWS):
+        end = min(stop, begin + _BLOCK_ROWS)
+        block = table.slice(begin, end - begin)
+        for column, offsets_name in _LISTS[:2]:
+            values = _flat(block.column(column))
+            ids = pc.index_in(values, options=options)  # (t,) token ids, null: not in vocab
+            unknown = ids.is_null()
+            if pc.any(unknown).as_py():
+                words = values.filter(unknown)
+                marker = pc.match_substring_regex(words, _MARKER)
+                if pc.any(marker).as_py():  # a marker beyond the entity block
+                    where = np.flatnonzero(unknown.to_numpy(zero_copy_only=False))
+                    hit = where[np.flatnonzero(marker.to_numpy(zero_copy_only=False))[0]]
+                    first_bad = _earliest(first_bad, begin, block.column(column), int(hit))
+                ids = pc.fill_null(ids, Vocabulary.UNK)
+            bounds = arrays[offsets_name]
+            lo, hi = int(bounds[begin]), int(bounds[end])
+            arrays[column][lo:hi] = ids.to_numpy(zero_copy_only=False)
+        markers = _flat(block.column("candidates"))
+        answers = block.column("answer").combine_chunks()
+        markers_ok = pc.all(pc.match_substring_regex(markers, _MARKER)).as_py()
+        answers_ok = pc.all(pc.match_substring_regex(answers, _MARKER)).as_py()
+        if markers_ok is False or answers_ok is False:
+            bad = np.flatnonzero(~_row_markers_ok(block, markers, answers))
+            first_bad = _min(first_bad, begin + int(bad[0]))
+            continue
+        numbers = _numbers(markers)  # (t,) entity numbers
+        answer = _numbers(answers)  # (rows,)
+        lengths = pc.list_value_length(block.column("candidates")).to_numpy(zero_copy_only=False)
+        parent = np.repeat(np.arange(len(answer)), lengths)  # (t,) row of each candidate
+        has_answer = np.zeros(len(answer), dtype=bool)
+        has_answer[parent[numbers == answer[parent]]] = True
+        out_of_range = np.zeros(len(answer), dtype=bool)
+        np.logical_or.at(out_of_range, parent, numbers >= vocab.num_entities)
+        out_of_range |= answer >= vocab.num_entities
+        bad = np.flatnonzero(~has_answer | out_of_range)
+        if len(bad):
+            first_bad = _min(first_bad, begin + int(bad[0]))
+        bounds = arrays["candidate_offsets"]
+        arrays["candidates"][int(bounds[begin]) : int(bounds[end])] = numbers
+        arrays["answer"][begin:end] = answer
+        arrays["ids"][begin:end] = [
+            value.encode("utf-8") for value in block.column("id").to_pylist()
+        ]
+    for array in arrays.values():
+        array.flush()
+    return first_bad
+
+
+def _flat(column: pa.ChunkedArray) -> pa.Array:
+    """The values of a list column, end to end, (t,)."""
+    return column.combine_chunks().flatten()
+
+
+def _numbers(markers: pa.Array) -> np.ndarray:
+    """``@entityN`` -> N, (t,) int32."""
+    digits = pc.utf8_slice_codeunits(markers, len("@entity"))
+    return pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False).astype(np.int32)
+
+
+def _row_markers_ok(block: pa.Table, markers: pa.Array, answers: pa.Array) -> np.ndarray:
+    """Per row: every candidate and the answer are ``@entityN`` markers, (rows,) bool."""
+    ok = pc.match_substring_regex(answers, _MARKER).to_numpy(zero_copy_only=False).copy()
+    good = pc.match_substring_regex(markers, _MARKER).to_numpy(zero_copy_only=False)
+    lengths = pc.list_value_length(block.column("candidates")).to_numpy(zero_copy_only=False)
+    parent = np.repeat(np.arange(len(ok)), lengths)
+    np.logical_and.at(ok, parent, good)
+    return ok
+
+
+def _earliest(first: int | None, begin: int, column: pa.ChunkedArray, position: int) -> int:
+    """``first`` or the row holding flat ``position`` of ``column`` (block starting at
+    ``begin``), whichever comes first."""
+    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+    row = int(np.searchsorted(np.cumsum(lengths), position, side="right"))
+    return _min(first, begin + row)
+
+
+def _min(first: int | None, candidate: int) -> int:
+    return candidate if first is None else min(first, candidate)

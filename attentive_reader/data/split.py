@@ -1,0 +1,135 @@
+"""``EncodedSplit``: one encoded split as ``EncodedExample`` s, read from its memory-mapped
+columns, with the training-time entity permutation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import overload
+
+import numpy as np
+from torch.utils.data import Dataset
+
+from attentive_reader.data.batching import EncodedExample
+from attentive_reader.data.encoded import EncodedColumns
+from attentive_reader.data.vocab import Vocabulary
+
+
+class EncodedSplit(Dataset):
+    """One split as ``EncodedExample`` s, optionally with entity ids permuted per example.
+
+    The ids are memory-mapped columns (``EncodedColumns``, see ``data/encoded.py``): an
+    example is read from the page cache when it is asked for, so the split costs each process
+    almost no private memory.
+
+    With ``permute_entities`` the entity block is relabelled by a random permutation drawn
+    from ``(seed, epoch, index)``, so a run is reproducible while every epoch sees new
+    labels (the paper's "randomly permuted for each data point"). The key is either an index
+    (epoch 0) or an ``(epoch, index)`` pair, as ``BucketBatchSampler(with_epoch=True)``
+    yields.
+
+    Args:
+        columns: the encoded columns of the split.
+        num_entities: size of the entity block ``e``.
+        entity_offset: token id of ``@entity0``.
+        permute_entities: relabel entity ids per example.
+        seed: base seed of the permutations.
+        max_context_tokens: cut contexts to this many tokens (``truncated`` records it).
+    """
+
+    def __init__(
+        self,
+        columns: EncodedColumns,
+        num_entities: int,
+        entity_offset: int = Vocabulary.entity_offset,
+        permute_entities: bool = False,
+        seed: int = 0,
+        max_context_tokens: int | None = None,
+    ) -> None:
+        self.columns = columns
+        self.num_entities = num_entities
+        self.entity_offset = entity_offset
+        self.permute_entities = permute_entities
+        self.seed = seed
+        self.max_context_tokens = max_context_tokens
+
+    def __len__(self) -> int:
+        return self.columns.rows
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Context length of every example after any cut, (r,) int64."""
+        lengths = self.columns.context_lengths()
+        if self.max_context_tokens is None:
+            return lengths
+        return np.minimum(lengths, self.max_context_tokens)
+
+    @property
+    def examples(self) -> _Examples:
+        """The examples as stored (never permuted), as a read-only sequence."""
+        return _Examples(self)
+
+    def example(self, index: int) -> EncodedExample:
+        """Example ``index`` as stored (no permutation)."""
+        if not 0 <= index < len(self):
+            raise IndexError(f"example {index} of {len(self)}")
+        columns = self.columns
+        context = columns.span("context", "context_offsets", index)  # (n,)
+        truncated = self.max_context_tokens is not None and len(context) > self.max_context_tokens
+        if truncated:
+            context = context[: self.max_context_tokens]
+        return EncodedExample(
+            id=columns.example_id(index),
+            context=np.array(context, dtype=np.int32),  # a private copy of one example
+            query=np.array(columns.span("query", "query_offsets", index), dtype=np.int32),
+            answer=int(columns.array("answer")[index]),
+            candidates=np.array(
+                columns.span("candidates", "candidate_offsets", index), dtype=np.int64
+            ),
+            truncated=bool(truncated),
+        )
+
+    def __getitem__(self, key: int | tuple[int, int]) -> EncodedExample:
+        epoch, index = key if isinstance(key, tuple) else (0, key)
+        example = self.example(int(index))
+        if not self.permute_entities:
+            return example
+        rng = np.random.default_rng([self.seed, epoch, index])
+        permutation = rng.permutation(self.num_entities)  # (e,) old entity k -> new entity
+        return EncodedExample(
+            id=example.id,
+            context=self._relabel(example.context, permutation),
+            query=self._relabel(example.query, permutation),
+            answer=int(permutation[example.answer]),
+            candidates=permutation[np.asarray(example.candidates, dtype=np.int64)],
+            truncated=example.truncated,
+        )
+
+    def _relabel(self, ids: Sequence[int], permutation: np.ndarray) -> np.ndarray:
+        ids = np.array(ids, dtype=np.int64)  # a copy
+        offset, end = self.entity_offset, self.entity_offset + self.num_entities
+        entity = (ids >= offset) & (ids < end)
+        ids[entity] = offset + permutation[ids[entity] - offset]
+        return ids
+
+
+class _Examples(Sequence):
+    """``EncodedSplit.examples``: the stored examples, read on demand."""
+
+    def __init__(self, split: EncodedSplit) -> None:
+        self._split = split
+
+    def __len__(self) -> int:
+        return len(self._split)
+
+    @overload
+    def __getitem__(self, index: int) -> EncodedExample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[EncodedExample]: ...
+
+    def __getitem__(self, index: int | slice) -> EncodedExample | list[EncodedExample]:
+        if isinstance(index, slice):
+            return [self._split.example(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        return self._split.example(index)
