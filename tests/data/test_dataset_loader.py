@@ -8,7 +8,7 @@ import sys
 import datasets
 import pytest
 
-from attentive_reader.commands.evaluate import load_examples
+from attentive_reader.eval.evaluation import load_examples
 from attentive_reader.corpus.questions import export_questions
 from attentive_reader.corpus.records import (
     CLOZE_FEATURES,
