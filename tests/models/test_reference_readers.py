@@ -1,0 +1,43 @@
+"""Today's readers against the stored reference outputs (``reference_readers.py``): the same
+seeded init creates the same parameters under the same state-dict keys, and the stored
+weights give the same logits and loss, to the bit. A refactor that changes the maths, the
+parameter creation order or a key name fails here."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from . import reference_readers as ref
+
+REFERENCE = ref.load() if ref.FIXTURE.is_file() else {}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_every_variant_is_stored():
+    assert set(REFERENCE) == set(ref.variants())
+    # Every shipped reader config is among them.
+    assert {name for name in REFERENCE if name.startswith("config:")} == {
+        f"config:{path.stem}" for path in (ref.ROOT / "configs").glob("*.yaml")
+    }
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE))
+def test_same_parameters_and_outputs(name):
+    entry = REFERENCE[name]
+    reader = ref.build(entry["class"], entry["init"])
+    state = reader.state_dict()
+    assert list(state) == entry["keys"]
+    sums = torch.stack([value.double().sum() for value in state.values()])
+    assert torch.equal(sums, entry["initial_sums"])  # the same seeded init
+    reader.load_state_dict(ref.state_dict(entry))
+    outputs = ref.outputs(reader)
+    assert torch.equal(outputs["logits"], entry["logits"])
+    assert torch.equal(outputs["loss"], entry["loss"])
