@@ -126,6 +126,9 @@ class ImpatientReader(ClozeReader):
         document, query = self.embed(batch, self.dropout)  # (b, n, d'), (b, m, d')
         y_d, _ = self.document_encoder(document, batch.context_mask)  # (b, n, 2h)
         y_q, u = self.query_encoder(query, batch.query_mask)  # (b, m, 2h), (b, 2h)
+        # The keys' side of every step's scores (W_dm y_d(t) for the additive scorer) does
+        # not depend on the step: project it once, score each step's query against it.
+        keys = self.scorer.prepare(y_d)  # (b, n, a | 2h)
         r = self.initial_read.to(y_d.dtype).expand(y_d.shape[0], -1)  # (b, 2h)
         last_scores = y_d.new_zeros(y_d.shape[:2])  # (b, n) scores of the last real step
         last_weights = y_d.new_zeros(y_d.shape[:2])  # (b, n) its attention
@@ -137,7 +140,7 @@ class ImpatientReader(ClozeReader):
                 step_query = self.step_query(step_query)  # (b, 2h)
             # Masking the whole row of a padded step gives it all-zero weights.
             mask = batch.context_mask & step.unsqueeze(-1)  # (b, n)
-            scores = self.scorer.score(y_d, step_query)  # (b, n)
+            scores = self.scorer.score_prepared(keys, step_query)  # (b, n)
             s = masked_softmax(scores, mask)  # (b, n)
             last_scores = torch.where(step.unsqueeze(-1), scores, last_scores)  # (b, n)
             last_weights = torch.where(step.unsqueeze(-1), s, last_weights)  # (b, n)
