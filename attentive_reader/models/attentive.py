@@ -7,16 +7,18 @@ from typing import Any
 import torch
 
 from attentive_reader.data.batching import ClozeBatch
-from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import ReaderOutput
-from attentive_reader.models.parts import READOUTS, EncoderPair, Readout, ReadoutName, check_choice
+from attentive_reader.models.parts import (
+    PairReader,
+    ReadoutName,
+    build_readout,
+)
 from attentive_reader.nn.answer import AnswerLayerName
-from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
-from attentive_reader.nn.encoders import RnnName
+from attentive_reader.nn.attention import ScorerName, build_scorer
 from attentive_reader.nn.masking import masked_softmax
 
 
-class AttentiveReader(ClozeReader):
+class AttentiveReader(PairReader):
     """Attention over the document, guided by the whole query.
 
     ``y_d(t)`` are the bidirectional document states (2h), ``u`` the query's final states
@@ -38,45 +40,29 @@ class AttentiveReader(ClozeReader):
     (Kadlec et al.'s attention sum) and needs no read-out.
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
-        hidden_dim, num_layers, rnn, dropout: the encoder pair (``models/parts.py``): ``h``
-            per direction, stacked layers, ``lstm`` or ``gru``, dropout on the embeddings.
+        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
+            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
         scorer: attention scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear``.
         attention_dim: hidden size of the additive scorer (default ``2h``).
         readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``); unused
             by the ``pointer`` answer layer.
         answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer``.
-        **options: the options every reader shares (``embedding_dim``, ``query_match``,
-            ``word_vectors``, ``optimizer``, ``lr``, ...; see ``ClozeReader``).
     """
 
     def __init__(
         self,
-        vocab_size: int,
-        num_entities: int,
         *,
-        hidden_dim: int = 128,
-        num_layers: int = 1,
-        dropout: float = 0.2,
-        rnn: RnnName = "lstm",
         scorer: ScorerName = "bilinear",
         attention_dim: int | None = None,
-        readout: ReadoutName = "linear",
         answer_layer: AnswerLayerName = "tied",
+        readout: ReadoutName = "linear",
         **options: Any,
     ) -> None:
-        super().__init__(vocab_size, num_entities, **options)
-        check_choice("scorer", scorer, SCORER_NAMES)
-        check_choice("readout", readout, READOUTS)
-        self.encoders = EncoderPair(
-            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
+        super().__init__(**options)
         states = self.encoders.output_dim  # 2h
         self.scorer = build_scorer(scorer, states, states, attention_dim)
         self.build_answer_layer(answer_layer, states)
-        # The pointer layer answers with the attention itself: no read-out.
-        self.readout = Readout(readout, states) if answer_layer != "pointer" else None
+        self.readout = build_readout(readout, states, answer_layer)
 
     def forward(self, batch: ClozeBatch) -> ReaderOutput:
         """Read a batch.
@@ -84,7 +70,7 @@ class AttentiveReader(ClozeReader):
         Returns:
             ``ReaderOutput`` with ``logits`` (b, e) and ``attention`` (b, n).
         """
-        encoded = self.encoders(*self.embed(batch, self.encoders.dropout), batch)
+        encoded = self.encode(batch)
         y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
         scores = self.scorer.score(y_d, u)  # (b, n)
         s = masked_softmax(scores, batch.context_mask)  # (b, n)

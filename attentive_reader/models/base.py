@@ -43,10 +43,10 @@ Stage = Literal["train", "val", "test"]
 class ClozeReader(pl.LightningModule):
     """Base class of the readers: predicts the answer's entity id among the candidates.
 
-    A reader takes its own options as keyword arguments and passes the shared ones below on
-    as ``**options``: ``def __init__(self, vocab_size, num_entities, *, <its own>, **options)``
-    then ``super().__init__(vocab_size, num_entities, **options)`` (the Lightning CLI reads
-    both signatures, so configs keep one flat ``init_args`` block). It composes its network
+    Every argument is keyword-only. A reader declares its own options and passes the shared
+    ones below on: ``def __init__(self, *, <its own>, **options)`` then
+    ``super().__init__(**options)`` (the Lightning CLI reads both signatures, so a config
+    keeps one flat ``init_args`` block). It composes its network
     from parts (``models/parts.py``, ``nn/``), builds its answer layer with
     :meth:`build_answer_layer`, and implements :meth:`forward`, returning scores through
     :meth:`answer_scores` so that entity ids absent from the context are never predicted.
@@ -92,23 +92,23 @@ class ClozeReader(pl.LightningModule):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if not cls.__name__.startswith("_") and cls.__module__.startswith(
-            "attentive_reader.models."
-        ):
+        concrete = cls.forward is not ClozeReader.forward and not cls.__name__.startswith("_")
+        if concrete and cls.__module__.startswith("attentive_reader.models."):
             ClozeReader._registry[cls.__name__] = cls
 
     @classmethod
     def list_available(cls) -> dict[str, type[ClozeReader]]:
-        """Every reader class of the toolkit, by class name (imports ``attentive_reader.models``)."""
+        """Every concrete reader class of the toolkit, by class name (AllenNLP's
+        ``list_available``; imports ``attentive_reader.models``, which registers them)."""
         import attentive_reader.models  # noqa: F401  (registers every reader)
 
         return dict(sorted(ClozeReader._registry.items()))
 
     def __init__(
         self,
+        *,
         vocab_size: int,
         num_entities: int,
-        *,
         embedding_dim: int = 100,
         query_match: bool = False,
         word_vectors: str | None = None,

@@ -11,14 +11,14 @@ from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.parts import (
-    EncoderPair,
+    PairReader,
     Readout,
     ReadoutName,
     check_choice,
     check_dropout,
 )
 from attentive_reader.nn.answer import AnswerLayerName
-from attentive_reader.nn.encoders import RnnName, SequenceEncoder
+from attentive_reader.nn.encoders import SequenceEncoder
 from attentive_reader.nn.masking import masked_softmax
 
 DeepLSTMOrder = Literal["document_first", "query_first"]
@@ -42,24 +42,20 @@ class DeepLSTMReader(ClozeReader):
     ``ReaderOutput.attention`` is ``None``.
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
+        **options: ``vocab_size``, ``num_entities`` and the options of every reader
+            (``ClozeReader``).
         hidden_dim: hidden size ``h`` of each layer.
         num_layers: depth ``K`` of the LSTM.
         dropout: dropout on the embeddings and on each layer's output.
         order: ``document_first`` (``document ||| query``) or ``query_first``.
         answer_layer: ``tied`` (the default) or ``output`` (the paper's); this reader has no
             token attention for ``pointer``.
-        **options: the options every reader shares (``embedding_dim``, ``query_match``,
-            ``word_vectors``, ``optimizer``, ``lr``, ...; see ``ClozeReader``).
     """
 
     answer_layers = ("output", "tied")
 
     def __init__(
         self,
-        vocab_size: int,
-        num_entities: int,
         *,
         hidden_dim: int = 256,
         num_layers: int = 2,
@@ -68,7 +64,7 @@ class DeepLSTMReader(ClozeReader):
         answer_layer: AnswerLayerName = "tied",
         **options: Any,
     ) -> None:
-        super().__init__(vocab_size, num_entities, **options)
+        super().__init__(**options)
         if num_layers < 1:
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
         check_choice("order", order, ("document_first", "query_first"))
@@ -145,43 +141,30 @@ class DeepLSTMReader(ClozeReader):
         return joined, in_document | is_delimiter | in_query
 
 
-class UniformReader(ClozeReader):
+class UniformReader(PairReader):
     """The Attentive Reader with uniform attention: ``s(t) = 1 / |d|`` on every real token.
 
     ``r`` is the mean of the document states ``y_d``; the encoder pair, read-out and answer
     layer are the Attentive Reader's parts. It shows how much the learned attention adds.
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
-        hidden_dim, num_layers, rnn, dropout: the encoder pair (``models/parts.py``): ``h``
-            per direction, stacked layers, ``lstm`` or ``gru``, dropout on the embeddings.
+        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
+            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
         readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``, the default) or ``linear``.
         answer_layer: ``tied`` (the default) or ``output`` (the paper's); ``pointer`` would
             only count mentions (the maximum-frequency baseline).
-        **options: the options every reader shares (``embedding_dim``, ``query_match``,
-            ``word_vectors``, ``optimizer``, ``lr``, ...; see ``ClozeReader``).
     """
 
     answer_layers = ("output", "tied")
 
     def __init__(
         self,
-        vocab_size: int,
-        num_entities: int,
         *,
-        hidden_dim: int = 128,
-        num_layers: int = 1,
-        dropout: float = 0.2,
-        rnn: RnnName = "lstm",
         readout: ReadoutName = "paper",
         answer_layer: AnswerLayerName = "tied",
         **options: Any,
     ) -> None:
-        super().__init__(vocab_size, num_entities, **options)
-        self.encoders = EncoderPair(
-            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
+        super().__init__(**options)
         states = self.encoders.output_dim  # 2h
         self.build_answer_layer(
             answer_layer,
@@ -197,7 +180,7 @@ class UniformReader(ClozeReader):
             ``ReaderOutput`` with ``logits`` (b, e) and ``attention`` (b, n), uniform over
             each example's real tokens.
         """
-        encoded = self.encoders(*self.embed(batch, self.encoders.dropout), batch)
+        encoded = self.encode(batch)
         y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
         # Equal scores: the masked softmax makes them uniform over the real tokens.
         s = masked_softmax(y_d.new_zeros(y_d.shape[:2]), batch.context_mask)  # (b, n)

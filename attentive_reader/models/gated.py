@@ -99,22 +99,17 @@ class GatedAttentionReader(ClozeReader):
     attention sum.
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
+        **options: ``vocab_size``, ``num_entities`` and the options of every reader
+            (``ClozeReader``; its ``query_match`` is the paper's ``qe-comm`` feature).
         num_hops: ``K``, the number of document GRUs (``K - 1`` gated-attention steps).
         hidden_dim: hidden size ``h`` of each direction of every GRU.
         dropout: dropout on the embeddings and on each hop's gated states.
         gate: ``mul`` (the default, the paper's), ``sum`` or ``concat``.
         answer_layer: ``pointer`` (the default, the attention sum), ``tied`` or ``output``.
-        **options: the options every reader shares (``embedding_dim``, ``query_match``: the
-            paper's ``qe-comm`` feature, ``word_vectors``, ``optimizer``, ``lr``, ...; see
-            ``ClozeReader``).
     """
 
     def __init__(
         self,
-        vocab_size: int,
-        num_entities: int,
         *,
         num_hops: int = 3,
         hidden_dim: int = 128,
@@ -123,7 +118,7 @@ class GatedAttentionReader(ClozeReader):
         answer_layer: AnswerLayerName = "pointer",
         **options: Any,
     ) -> None:
-        super().__init__(vocab_size, num_entities, **options)
+        super().__init__(**options)
         if not isinstance(num_hops, int) or num_hops < 1:
             raise ValueError(
                 f"num_hops must be a positive integer (the paper uses 3), got {num_hops!r}"

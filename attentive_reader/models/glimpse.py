@@ -19,19 +19,16 @@ import torch
 from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
-from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.parts import (
-    READOUTS,
-    EncoderPair,
-    Readout,
+    PairReader,
     ReadoutName,
+    build_readout,
     check_choice,
     check_positive,
 )
 from attentive_reader.nn.answer import AnswerLayerName
-from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
-from attentive_reader.nn.encoders import RnnName
+from attentive_reader.nn.attention import ScorerName, build_scorer
 from attentive_reader.nn.glimpse import (
     clamp_to_document,
     gaussian_filterbank,
@@ -51,7 +48,7 @@ SUPPORT_THRESHOLD = 1e-3  # a Gaussian filter weight above this counts as readin
 INITIAL_RAW = (0.0, 3.0, -0.7, 0.0)
 
 
-class _GlimpseReader(ClozeReader):
+class _GlimpseReader(PairReader):
     """What both glimpse readers share: encoders, the locator, the controller, the read-out.
 
     Per glimpse ``k = 1..K``, with ``u`` the query state and ``c_{k-1}`` the controller state
@@ -76,35 +73,24 @@ class _GlimpseReader(ClozeReader):
 
     def __init__(
         self,
-        vocab_size: int,
-        num_entities: int,
         *,
         location_size: int,
-        hidden_dim: int = 128,
-        num_layers: int = 1,
-        dropout: float = 0.2,
-        rnn: RnnName = "lstm",
-        num_filters: int = 8,
-        num_glimpses: int = 1,
-        glimpse_readout: GlimpseReadoutName = "attend",
         scorer: ScorerName = "bilinear",
         attention_dim: int | None = None,
         readout: ReadoutName = "linear",
         answer_layer: AnswerLayerName = "tied",
+        num_filters: int = 8,
+        num_glimpses: int = 1,
+        glimpse_readout: GlimpseReadoutName = "attend",
         **options: Any,
     ) -> None:
-        super().__init__(vocab_size, num_entities, **options)
+        super().__init__(**options)
         check_positive(num_filters=num_filters, num_glimpses=num_glimpses)
         check_choice("glimpse_readout", glimpse_readout, get_args(GlimpseReadoutName))
-        check_choice("scorer", scorer, SCORER_NAMES)
-        check_choice("readout", readout, READOUTS)
         self.num_filters = num_filters
         self.num_glimpses = num_glimpses
         self.glimpse_readout = glimpse_readout
 
-        self.encoders = EncoderPair(
-            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
         states = self.encoders.output_dim  # 2h
         recurrent = num_glimpses > 1
         # W_loc: from [u; c] (or u alone for one glimpse) to the unconstrained parameters.
@@ -127,8 +113,7 @@ class _GlimpseReader(ClozeReader):
                 ("output", "tied"),
                 " with glimpse_readout='flatten' (it has no weights over tokens; use 'attend')",
             )
-        # The pointer layer answers with the glimpse's weights: no read-out.
-        self.readout = Readout(readout, states) if answer_layer != "pointer" else None
+        self.readout = build_readout(readout, states, answer_layer)
 
     def look(
         self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor
@@ -161,7 +146,7 @@ class _GlimpseReader(ClozeReader):
             ``glimpse_readout="attend"`` only) and ``tokens_read`` (b,) long.
         """
         mask = batch.context_mask  # (b, n)
-        encoded = self.encoders(*self.embed(batch, self.encoders.dropout), batch)
+        encoded = self.encode(batch)
         y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
         lengths = mask.sum(1)  # (b,)
 
@@ -233,10 +218,8 @@ class GaussianGlimpseReader(_GlimpseReader):
     exceeds 1e-3 (the filterbank's effective support).
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
-        hidden_dim, num_layers, rnn, dropout: the encoder pair (``models/parts.py``): ``h``
-            per direction, stacked layers, ``lstm`` or ``gru``, dropout on the embeddings.
+        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
+            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
         num_filters: ``N``, Gaussian filters per glimpse.
         num_glimpses: ``K``; more than 1 adds the LSTM-cell controller that places each next
             glimpse from what the previous ones read.
@@ -251,15 +234,11 @@ class GaussianGlimpseReader(_GlimpseReader):
         intensity: predict DRAW's intensity ``gamma`` and scale each glimpse by it. Off by
             default: on the toy task it shrinks towards 0 early in training, silencing the
             read-out, and the reader stays at chance (test accuracy 0.17 against 0.90 without).
-        **options: the options every reader shares (``embedding_dim``, ``query_match``,
-            ``word_vectors``, ``optimizer``, ``lr``, ...; see ``ClozeReader``).
     """
 
-    def __init__(
-        self, vocab_size: int, num_entities: int, *, intensity: bool = False, **options: Any
-    ) -> None:
+    def __init__(self, *, intensity: bool = False, **options: Any) -> None:
         # The locator predicts centre, stride, width (and the intensity).
-        super().__init__(vocab_size, num_entities, location_size=4 if intensity else 3, **options)
+        super().__init__(location_size=4 if intensity else 3, **options)
         self.intensity = intensity
 
     def look(
@@ -301,10 +280,8 @@ class TransformerGlimpseReader(_GlimpseReader):
     distinct tokens gathered over all glimpses.
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
-        hidden_dim, num_layers, rnn, dropout: the encoder pair (``models/parts.py``): ``h``
-            per direction, stacked layers, ``lstm`` or ``gru``, dropout on the embeddings.
+        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
+            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
         num_filters: ``N``, sampling points per glimpse.
         num_glimpses: ``K``; more than 1 adds the LSTM-cell controller.
         glimpse_readout: ``attend`` or ``flatten`` (see ``GaussianGlimpseReader``).
@@ -313,12 +290,10 @@ class TransformerGlimpseReader(_GlimpseReader):
         readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
         answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer``
             (``glimpse_readout="attend"`` only; see ``_GlimpseReader``).
-        **options: the options every reader shares (``embedding_dim``, ``query_match``,
-            ``word_vectors``, ``optimizer``, ``lr``, ...; see ``ClozeReader``).
     """
 
-    def __init__(self, vocab_size: int, num_entities: int, **options: Any) -> None:
-        super().__init__(vocab_size, num_entities, location_size=2, **options)  # centre, stride
+    def __init__(self, **options: Any) -> None:
+        super().__init__(location_size=2, **options)  # centre, stride
 
     def look(
         self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor

@@ -17,19 +17,16 @@ from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
-from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.parts import (
-    READOUTS,
-    EncoderPair,
+    PairReader,
     Readout,
     ReadoutName,
     check_choice,
     check_positive,
 )
 from attentive_reader.nn.answer import AnswerLayerName, pointer_scores, token_entities
-from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
-from attentive_reader.nn.encoders import RnnName
+from attentive_reader.nn.attention import ScorerName, build_scorer
 from attentive_reader.nn.masking import masked_log_softmax, masked_softmax
 from attentive_reader.nn.reinforce import (
     EntropySchedule,
@@ -46,7 +43,7 @@ EvalModeName = Literal["greedy", "sample", "uniform"]
 SelectionName = Literal["reinforce", "gumbel"]
 
 
-class HardAttentionReader(ClozeReader):
+class HardAttentionReader(PairReader):
     """Reads k selected document states instead of a soft average of all of them.
 
     ``y_d(t)`` are the bidirectional document states (2h), ``u`` the query's final states
@@ -79,10 +76,8 @@ class HardAttentionReader(ClozeReader):
     ``value`` (b,).
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
-        hidden_dim, num_layers, rnn, dropout: the encoder pair (``models/parts.py``): ``h``
-            per direction, stacked layers, ``lstm`` or ``gru``, dropout on the embeddings.
+        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
+            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
         scorer: the policy's scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear``.
         attention_dim: hidden size of the additive scorer (default ``2h``).
         readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
@@ -112,24 +107,17 @@ class HardAttentionReader(ClozeReader):
             REINFORCE only estimates from ``num_samples`` draws.
         answer_layer: ``tied`` (the default) or ``output`` (the paper's); ``pointer`` would
             answer with the soft policy and make this a soft reader.
-        **options: the options every reader shares (``embedding_dim``, ``query_match``,
-            ``word_vectors``, ``optimizer``, ``lr``, ...; see ``ClozeReader``).
     """
 
     answer_layers = ("output", "tied")
 
     def __init__(
         self,
-        vocab_size: int,
-        num_entities: int,
         *,
-        hidden_dim: int = 128,
-        num_layers: int = 1,
-        dropout: float = 0.2,
-        rnn: RnnName = "lstm",
         scorer: ScorerName = "bilinear",
         attention_dim: int | None = None,
         readout: ReadoutName = "linear",
+        answer_layer: AnswerLayerName = "tied",
         k: int = 1,
         replacement: bool = False,
         num_samples: int = 4,
@@ -144,12 +132,9 @@ class HardAttentionReader(ClozeReader):
         selection: SelectionName = "reinforce",
         gumbel_temperature: float = 1.0,
         policy_supervision: float = 0.0,
-        answer_layer: AnswerLayerName = "tied",
         **options: Any,
     ) -> None:
-        super().__init__(vocab_size, num_entities, **options)
-        check_choice("scorer", scorer, SCORER_NAMES)
-        check_choice("readout", readout, READOUTS)
+        super().__init__(**options)
         check_choice("reward", reward, get_args(RewardName))
         check_choice("baseline", baseline, get_args(BaselineName))
         check_choice("eval_mode", eval_mode, get_args(EvalModeName))
@@ -185,9 +170,6 @@ class HardAttentionReader(ClozeReader):
         self.entropy_schedule = EntropySchedule(entropy_bonus, entropy_decay)
         self.moving_average = MovingAverageBaseline(baseline_decay)
 
-        self.encoders = EncoderPair(
-            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
         states = self.encoders.output_dim  # 2h
         self.scorer = build_scorer(scorer, states, states, attention_dim)
         self.readout = Readout(readout, states)
@@ -213,7 +195,7 @@ class HardAttentionReader(ClozeReader):
         sample: that sample's logits).
         """
         mask = batch.context_mask  # (b, n)
-        encoded = self.encoders(*self.embed(batch, self.encoders.dropout), batch)
+        encoded = self.encode(batch)
         y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
         scores = self.scorer.score(y_d, u).float()  # (b, n)
         log_policy = masked_log_softmax(scores, mask)  # (b, n)

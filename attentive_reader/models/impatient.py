@@ -8,16 +8,14 @@ import torch
 from torch import nn
 
 from attentive_reader.data.batching import ClozeBatch
-from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import ReaderOutput
-from attentive_reader.models.parts import EncoderPair, Readout, check_choice
+from attentive_reader.models.parts import PairReader, Readout
 from attentive_reader.nn.answer import AnswerLayerName
-from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
-from attentive_reader.nn.encoders import RnnName
+from attentive_reader.nn.attention import ScorerName, build_scorer
 from attentive_reader.nn.masking import masked_softmax
 
 
-class ImpatientReader(ClozeReader):
+class ImpatientReader(PairReader):
     """Attention recomputed for each query token, accumulating a document representation.
 
     ``y_d(t)`` are the bidirectional document states, ``y_q(i)`` the bidirectional query
@@ -43,37 +41,23 @@ class ImpatientReader(ClozeReader):
     all zeros, so ``r(|q|)`` is the state after each example's own last query token.
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
-        hidden_dim, num_layers, rnn, dropout: the encoder pair (``models/parts.py``): ``h``
-            per direction, stacked layers, ``lstm`` or ``gru``, dropout on the embeddings.
+        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
+            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
         scorer: ``additive`` (the paper's), ``dot``, ``cosine`` or ``bilinear``.
         attention_dim: hidden size of ``m(i, t)`` for the additive scorer (default ``2h``).
         answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer`` (the
             attention of each example's last query token, summed per entity).
-        **options: the options every reader shares (``embedding_dim``, ``query_match``,
-            ``word_vectors``, ``optimizer``, ``lr``, ...; see ``ClozeReader``).
     """
 
     def __init__(
         self,
-        vocab_size: int,
-        num_entities: int,
         *,
-        hidden_dim: int = 128,
-        num_layers: int = 1,
-        dropout: float = 0.2,
-        rnn: RnnName = "lstm",
         scorer: ScorerName = "additive",
         attention_dim: int | None = None,
         answer_layer: AnswerLayerName = "tied",
         **options: Any,
     ) -> None:
-        super().__init__(vocab_size, num_entities, **options)
-        check_choice("scorer", scorer, SCORER_NAMES)
-        self.encoders = EncoderPair(
-            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
+        super().__init__(**options)
         states = self.encoders.output_dim  # 2h
         if scorer == "additive":
             # W_q of the additive scorer acting on [r(i-1); y_q(i)] is [W_rm, W_qm].
@@ -95,7 +79,7 @@ class ImpatientReader(ClozeReader):
             ``ReaderOutput`` with ``logits`` (b, e) and ``attention`` (b, m, n): row ``i`` is
             ``s(i)``; rows of padded query positions are all 0.
         """
-        encoded = self.encoders(*self.embed(batch, self.encoders.dropout), batch)
+        encoded = self.encode(batch)
         y_d, y_q, u = encoded.document, encoded.query, encoded.query_final  # (b, n|m, 2h), (b, 2h)
         # The keys' side of every step's scores (W_dm y_d(t) for the additive scorer) does
         # not depend on the step: project it once, score each step's query against it.

@@ -1,7 +1,10 @@
 """Parts the readers compose: the document / query encoder pair and the read-out.
 
-The embedding and the answer layer are the reader's own (``ClozeReader.embed``,
-``ClozeReader.build_answer_layer``): the tied answer layer scores against the embedding.
+``PairReader`` is the base of the readers that read with the encoder pair (all but the Deep
+LSTM and the Gated-Attention Reader): it takes the pair's options and builds
+``self.encoders``. The embedding and the answer layer are every reader's own
+(``ClozeReader.embed``, ``ClozeReader.build_answer_layer``): the tied answer layer scores
+against the embedding.
 
 Letters as in ``models/base.py``: ``b`` batch, ``n`` context length, ``m`` query length,
 ``d'`` encoder input size, ``h`` hidden size per direction.
@@ -10,12 +13,14 @@ Letters as in ``models/base.py``: ``b`` batch, ``n`` context length, ``m`` query
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import torch
 from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.models.base import ClozeReader
+from attentive_reader.nn.answer import AnswerLayerName
 from attentive_reader.nn.encoders import RnnName, SequenceEncoder
 
 ReadoutName = Literal["paper", "linear"]
@@ -57,45 +62,72 @@ class EncodedPair:
 
 
 class EncoderPair(nn.Module):
-    """Dropout on the embeddings, then a document encoder and a query encoder of one shape.
+    """Dropout on the embeddings, then a document encoder and a query encoder.
 
     The state-dict keys are ``document.*`` and ``query.*`` (a reader keeps the pair as
     ``encoders``; checkpoints from before, with ``document_encoder.*`` / ``query_encoder.*``,
     are renamed on load, see ``models/base.py``).
 
     Args:
-        input_dim: size ``d'`` of each input vector (embedding, plus the query-match bit).
-        hidden_dim: hidden size ``h`` of each direction of each encoder.
-        num_layers: stacked recurrent layers in each encoder.
-        rnn: ``lstm`` or ``gru`` for both encoders.
-        dropout: dropout on the embeddings (and between stacked layers).
+        document: the document's encoder.
+        query: the query's encoder, with the same output size.
+        dropout: dropout on the embeddings (``embed`` applies ``self.dropout``).
     """
 
-    def __init__(
-        self,
-        input_dim: int,
-        hidden_dim: int,
-        *,
-        num_layers: int = 1,
-        rnn: RnnName = "lstm",
-        dropout: float = 0.0,
-    ) -> None:
+    def __init__(self, document: SequenceEncoder, query: SequenceEncoder, dropout: float) -> None:
         super().__init__()
         check_dropout(dropout)
+        if document.output_dim != query.output_dim:
+            raise ValueError(
+                f"the document and query encoders must have one output size, got "
+                f"{document.output_dim} and {query.output_dim}"
+            )
         self.dropout = nn.Dropout(dropout)
-        self.document = SequenceEncoder(
-            input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
-        self.query = SequenceEncoder(
-            input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
-        self.output_dim = self.document.output_dim  # 2h
+        self.document = document
+        self.query = query
+        self.output_dim = document.output_dim  # 2h
 
     def forward(self, document: Tensor, query: Tensor, batch: ClozeBatch) -> EncodedPair:
         """Encode the embedded ``document`` (b, n, d') and ``query`` (b, m, d') of ``batch``."""
         y_d, _ = self.document(document, batch.context_mask)  # (b, n, 2h)
         y_q, u = self.query(query, batch.query_mask)  # (b, m, 2h), (b, 2h)
         return EncodedPair(document=y_d, query=y_q, query_final=u)
+
+
+class PairReader(ClozeReader):
+    """A reader that encodes the document and the query with an ``EncoderPair``.
+
+    Args:
+        hidden_dim: hidden size ``h`` of each direction of each encoder.
+        num_layers: stacked recurrent layers in each encoder.
+        dropout: dropout on the embeddings (and between stacked layers).
+        rnn: ``lstm`` or ``gru`` for both encoders.
+        **options: the options of every reader (``ClozeReader``).
+    """
+
+    def __init__(
+        self,
+        *,
+        hidden_dim: int = 128,
+        num_layers: int = 1,
+        dropout: float = 0.2,
+        rnn: RnnName = "lstm",
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)
+        check_dropout(dropout)  # before the encoders, for the reader's own message
+
+        def encoder() -> SequenceEncoder:
+            return SequenceEncoder(
+                self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
+            )
+
+        self.encoders = EncoderPair(document=encoder(), query=encoder(), dropout=dropout)
+
+    def encode(self, batch: ClozeBatch) -> EncodedPair:
+        """Embed (with dropout) and encode ``batch``: ``y_d`` (b, n, 2h), ``y_q`` (b, m, 2h),
+        ``u`` (b, 2h)."""
+        return self.encoders(*self.embed(batch, self.encoders.dropout), batch)
 
 
 class Readout(nn.Module):
@@ -122,3 +154,10 @@ class Readout(nn.Module):
         if self.name == "paper":
             return torch.tanh(self.read_proj(r) + self.query_proj(u))  # (b, 2h)
         return r
+
+
+def build_readout(name: ReadoutName, dim: int, answer_layer: AnswerLayerName) -> Readout | None:
+    """The read-out of a reader answering with ``answer_layer``: ``None`` for ``pointer``,
+    which answers with the attention itself, no ``g`` (``name`` is checked all the same)."""
+    check_choice("readout", name, READOUTS)
+    return None if answer_layer == "pointer" else Readout(name, dim)

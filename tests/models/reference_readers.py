@@ -85,7 +85,9 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
 def build(class_name: str, init: dict[str, Any]) -> models.ClozeReader:
     """The reader, initialised from seed 0."""
     torch.manual_seed(0)
-    return getattr(models, class_name)(VOCAB, ENTITIES, **copy.deepcopy(init))
+    return getattr(models, class_name)(
+        vocab_size=VOCAB, num_entities=ENTITIES, **copy.deepcopy(init)
+    )
 
 
 def round_to_half(reader: models.ClozeReader) -> None:
