@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from attentive_reader.models.base import upgrade_state_dict
+from attentive_reader.models.loading import load_reader
 
 from . import reference_readers as ref
 
@@ -49,3 +50,41 @@ def test_same_parameters_and_outputs(name):
     outputs = ref.outputs(reader)
     assert torch.equal(outputs["logits"], entry["logits"])
     assert torch.equal(outputs["loss"], entry["loss"])
+
+
+CONFIGS = sorted(name for name in REFERENCE if name.startswith("config:"))
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_old_checkpoint_files_load(name, tmp_path):
+    """A checkpoint file of the day the reference was made (the parameter names from before
+    the readers were composed of parts) loads with ``load_reader`` and reads the same."""
+    entry = REFERENCE[name]
+    class_path = f"attentive_reader.models.{entry['class']}"
+    hyper_parameters = {"vocab_size": ref.VOCAB, "num_entities": ref.ENTITIES, **entry["init"]}
+    checkpoint = {
+        "state_dict": ref.state_dict(entry),  # the old names
+        "hyper_parameters": {**hyper_parameters, "_class_path": class_path},
+    }
+    path = tmp_path / "old.ckpt"
+    torch.save(checkpoint, path)
+    reader = load_reader(path)
+    assert type(reader).__name__ == entry["class"]
+    assert torch.equal(ref.outputs(reader)["logits"], entry["logits"])
+
+
+def test_checkpoints_from_before_answer_layers_load_as_the_output_layer(tmp_path):
+    """No ``answer_layer`` hyperparameter and ``output.*`` weights: the paper's output matrix."""
+    entry = REFERENCE["attentive-additive-paper-output"]
+    state = ref.state_dict(entry)
+    state = {key.replace("answer.", "output.", 1): value for key, value in state.items()}
+    init = {key: value for key, value in entry["init"].items() if key != "answer_layer"}
+    checkpoint = {
+        "state_dict": state,
+        "hyper_parameters": {"vocab_size": ref.VOCAB, "num_entities": ref.ENTITIES, **init},
+        "reader_class": "attentive_reader.models.attentive.AttentiveReader",
+    }
+    torch.save(checkpoint, tmp_path / "old.ckpt")
+    reader = load_reader(tmp_path / "old.ckpt")
+    assert reader.answer_layer == "output"
+    assert torch.equal(ref.outputs(reader)["logits"], entry["logits"])
