@@ -121,3 +121,19 @@ def vocab_size_for_sentence_task(
 ) -> int:
     """The vocabulary size ``sentence_task_batch`` needs with these arguments."""
     return ENTITY_OFFSET + num_entities + num_keys + num_fillers
+
+
+def select(batch: ClozeBatch, rows: list[int]) -> ClozeBatch:
+    """The given examples, trimmed to their own longest context and query."""
+    n = int(batch.context_mask[rows].sum(1).max())
+    m = int(batch.query_mask[rows].sum(1).max())
+    return ClozeBatch(
+        context=batch.context[rows, :n],
+        context_mask=batch.context_mask[rows, :n],
+        query=batch.query[rows, :m],
+        query_mask=batch.query_mask[rows, :m],
+        candidates=batch.candidates[rows],
+        answer=batch.answer[rows],
+        ids=[batch.ids[i] for i in rows],
+        truncated=batch.truncated[rows],
+    )

@@ -25,7 +25,7 @@ from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models import ClozeReader, ReaderOutput
 from attentive_reader.models.loading import load_reader
 
-from .batches import ENTITY_OFFSET, random_batch
+from .batches import ENTITY_OFFSET, random_batch, select
 
 VOCAB, ENTITIES = 40, 8
 TINY = {"vocab_size": VOCAB, "num_entities": ENTITIES, "embedding_dim": 8, "dropout": 0.0}
@@ -106,22 +106,6 @@ def _batch(seed: int, num_examples: int = 5) -> ClozeBatch:
     )
 
 
-def _select(batch: ClozeBatch, rows: list[int]) -> ClozeBatch:
-    """The given examples, trimmed to their own longest context and query."""
-    n = int(batch.context_mask[rows].sum(1).max())
-    m = int(batch.query_mask[rows].sum(1).max())
-    return ClozeBatch(
-        context=batch.context[rows, :n],
-        context_mask=batch.context_mask[rows, :n],
-        query=batch.query[rows, :m],
-        query_mask=batch.query_mask[rows, :m],
-        candidates=batch.candidates[rows],
-        answer=batch.answer[rows],
-        ids=[batch.ids[i] for i in rows],
-        truncated=batch.truncated[rows],
-    )
-
-
 def _pad(batch: ClozeBatch, context: int, query: int) -> ClozeBatch:
     """The same batch with ``context`` / ``query`` more padding positions."""
     return replace(
@@ -194,7 +178,7 @@ def test_padding_changes_nothing(case: Case):
     shortest = int(batch.context_mask.sum(1).argmin())
     with torch.no_grad():
         together = reader(batch).logits
-        alone = reader(_select(batch, [shortest])).logits
+        alone = reader(select(batch, [shortest])).logits
         padded = reader(_pad(batch, context=3, query=2)).logits
     assert torch.allclose(together[shortest], alone[0], atol=1e-5)
     assert torch.allclose(padded, together, atol=1e-5)

@@ -37,7 +37,7 @@ def _one_thread():
 
 def _reader(**overrides) -> HardAttentionReader:
     torch.manual_seed(0)
-    return HardAttentionReader(VOCAB, ENTITIES, **{**SMALL, **overrides})
+    return HardAttentionReader(vocab_size=VOCAB, num_entities=ENTITIES, **{**SMALL, **overrides})
 
 
 class _Recorder:
@@ -248,7 +248,12 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
     data = ClozeDataModule(str(path), batch_size=16, num_entities=8)
     data.setup("fit")
     model = HardAttentionReader(
-        data.vocab_size, data.num_entities, **SMALL, k=2, baseline="ema", eval_mode="sample"
+        vocab_size=data.vocab_size,
+        num_entities=data.num_entities,
+        **SMALL,
+        k=2,
+        baseline="ema",
+        eval_mode="sample",
     )
     trainer = pl.Trainer(
         max_steps=3,
@@ -327,8 +332,8 @@ def test_learns_the_toy_task_and_beats_its_untrained_selection(
     data = ClozeDataModule(str(path), batch_size=32, num_entities=num_entities, seed=0)
     data.setup("fit")
     model = HardAttentionReader(
-        data.vocab_size,
-        data.num_entities,
+        vocab_size=data.vocab_size,
+        num_entities=data.num_entities,
         embedding_dim=32,
         hidden_dim=32,
         dropout=0.0,
