@@ -9,7 +9,7 @@ from torch import nn
 
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.output import ReaderOutput
-from attentive_reader.models.parts import PairReader, Readout
+from attentive_reader.models.parts import PairReader, build_readout
 from attentive_reader.nn.answer import AnswerLayerName
 from attentive_reader.nn.attention import ScorerName, build_scorer
 from attentive_reader.nn.masking import masked_softmax
@@ -69,8 +69,7 @@ class ImpatientReader(PairReader):
         self.initial_read = nn.Parameter(torch.zeros(states))  # r(0)
         self.recurrent_proj = nn.Linear(states, states, bias=False)  # W_rr
         self.build_answer_layer(answer_layer, states)
-        # g = tanh(W_rg r(|q|) + W_qg u); the pointer layer answers with the attention.
-        self.readout = Readout("paper", states) if answer_layer != "pointer" else None
+        self.readout = build_readout("paper", states, answer_layer)  # W_rg, W_qg
 
     def forward(self, batch: ClozeBatch) -> ReaderOutput:
         """Read a batch.
