@@ -45,11 +45,11 @@ class ClozeReader(pl.LightningModule):
 
     Every argument is keyword-only. A reader declares its own options and passes the shared
     ones below on: ``def __init__(self, *, <its own>, **options)`` then
-    ``super().__init__(**options)`` (the Lightning CLI reads both signatures, so a config
-    keeps one flat ``init_args`` block). It composes its network
-    from parts (``models/parts.py``, ``nn/``), builds its answer layer with
-    :meth:`build_answer_layer`, and implements :meth:`forward`, returning scores through
-    :meth:`answer_scores` so that entity ids absent from the context are never predicted.
+    ``super().__init__(**options)`` (the Lightning CLI reads every signature of the chain,
+    so a config keeps one flat ``init_args`` block). It composes its network from parts
+    (``models/parts.py``, ``nn/``), builds its answer layer with :meth:`build_answer_layer`,
+    and implements :meth:`forward`, returning scores through :meth:`answer_scores` so that
+    entity ids absent from the context are never predicted.
     This class provides the embedding, the cross-entropy loss, accuracy for each stage
     (``train_acc``, ``val_acc``, ``test_acc``, synced across processes), ``predict_step`` and
     the optimiser. Every concrete reader class is listed by :meth:`list_available`.
@@ -58,11 +58,11 @@ class ClozeReader(pl.LightningModule):
     CLI has no separate ``--optimizer`` block), so the checkpoint's hyperparameters, the run's
     ``config.yaml`` and evaluation reports all record the optimiser that trained the reader.
 
-    The hyperparameters saved in checkpoints are the init arguments of the reader class and
-    of this class, defaults included (Lightning's ``save_hyperparameters`` merges the
-    ``__init__`` arguments of the class chain; no reader inherits another reader, so the
-    chain is the reader and this class), less ``derived_arguments``. All are plain JSON
-    values, so checkpoints load with ``weights_only=True``.
+    The hyperparameters saved in checkpoints are the init arguments of the reader class, of
+    the bases it builds on (``PairReader``) and of this class, defaults included (Lightning's
+    ``save_hyperparameters``, called here, merges the ``__init__`` arguments of the class
+    chain; no reader class inherits another reader), less ``derived_arguments``. All are
+    plain JSON values, so checkpoints load with ``weights_only=True``.
 
     Args:
         vocab_size: number of token ids (linked from the data module).
