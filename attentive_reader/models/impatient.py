@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.parts import PairReader, build_readout
 from attentive_reader.nn.answer import AnswerLayerName
-from attentive_reader.nn.attention import ScorerName, build_scorer
+from attentive_reader.nn.attention import ScorerName, bf16_is_emulated, build_scorer
 from attentive_reader.nn.masking import masked_softmax
 
 
@@ -80,6 +81,27 @@ class ImpatientReader(PairReader):
         """
         encoded = self.encode(batch)
         y_d, y_q, u = encoded.document, encoded.query, encoded.query_final  # (b, n|m, 2h), (b, 2h)
+        if bf16_is_emulated(y_d):
+            with torch.autocast("cpu", enabled=False):
+                steps = self.read_steps(y_d.float(), y_q.float(), batch)
+        else:
+            steps = self.read_steps(y_d, y_q, batch)
+        r, attention = steps.read, steps.attention  # (b, 2h), (b, m, n)
+        if self.readout is None:  # answer_layer="pointer"
+            logits = self.answer_scores(batch, token_scores=steps.last_scores)  # (b, e)
+            return ReaderOutput(logits=logits, attention=attention)
+        g = self.readout(r, u)  # (b, 2h)
+        logits = self.answer_scores(batch, g=g, weights=steps.last_weights)  # (b, e)
+        return ReaderOutput(logits=logits, attention=attention)
+
+    def read_steps(self, y_d: Tensor, y_q: Tensor, batch: ClozeBatch) -> ImpatientSteps:
+        """The reading over the query tokens: ``r(i)`` and ``s(i)`` for ``i = 1..m``.
+
+        Args:
+            y_d: document states (b, n, 2h).
+            y_q: query states (b, m, 2h).
+            batch: the batch read (its masks).
+        """
         # The keys' side of every step's scores (W_dm y_d(t) for the additive scorer) does
         # not depend on the step: project it once, score each step's query against it.
         keys = self.scorer.prepare(y_d)  # (b, n, a | 2h)
@@ -103,10 +125,26 @@ class ImpatientReader(PairReader):
             )  # (b, 2h)
             r = torch.where(step.unsqueeze(-1), r_next, r)  # (b, 2h)
             attention.append(s)
-        attention = torch.stack(attention, dim=1)  # (b, m, n)
-        if self.readout is None:  # answer_layer="pointer"
-            logits = self.answer_scores(batch, token_scores=last_scores)  # (b, e)
-            return ReaderOutput(logits=logits, attention=attention)
-        g = self.readout(r, u)  # (b, 2h)
-        logits = self.answer_scores(batch, g=g, weights=last_weights)  # (b, e)
-        return ReaderOutput(logits=logits, attention=attention)
+        return ImpatientSteps(
+            read=r,
+            attention=torch.stack(attention, dim=1),  # (b, m, n)
+            last_scores=last_scores,
+            last_weights=last_weights,
+        )
+
+
+@dataclass
+class ImpatientSteps:
+    """What the Impatient Reader's query steps read.
+
+    Attributes:
+        read: ``r(|q|)``, the reading after each example's last real query token (b, 2h).
+        attention: ``s(i)`` for every query position (b, m, n); rows of padding are 0.
+        last_scores: the scores of each example's last real step (b, n).
+        last_weights: its attention ``s(|q|)`` (b, n).
+    """
+
+    read: Tensor
+    attention: Tensor
+    last_scores: Tensor
+    last_weights: Tensor

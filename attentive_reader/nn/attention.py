@@ -135,7 +135,8 @@ class AdditiveScorer(AttentionScorer):
     def score_prepared(self, prepared: PreparedKeys, query: Tensor) -> Tensor:
         projected = self.query_proj(query).unsqueeze(-2)  # (b, 1, a) | (b, s, 1, a)
         keys = prepared.keys if query.dim() == 2 else prepared.keys.unsqueeze(1)
-        hidden = torch.tanh(keys + projected)  # (b, n, a) | (b, s, n, a)
+        # In place on the fresh sum: one (b, n, a) tensor per query instead of two.
+        hidden = (keys + projected).tanh_()  # (b, n, a) | (b, s, n, a)
         return self.vector(hidden).squeeze(-1)  # (b, n) | (b, s, n)
 
 
@@ -192,6 +193,20 @@ class BilinearScorer(AttentionScorer):
     def score_prepared(self, prepared: PreparedKeys, query: Tensor) -> Tensor:
         # W u rather than W^T y_d: one projection per query, none per key.
         return _dot(prepared.keys, self.weight(query))  # (b, n) | (b, s, n)
+
+
+def bf16_is_emulated(tensor: Tensor) -> bool:
+    """Whether ``tensor`` is under CPU bf16 autocast on a CPU without bf16 instructions.
+
+    There oneDNN emulates bf16, and a loop of many small steps (the Impatient Reader's query
+    steps) runs several times slower than in float32; such loops run in float32 instead, as
+    the recurrent encoders do (``nn/encoders.py``).
+    """
+    if tensor.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
+        return False
+    if torch.get_autocast_dtype("cpu") != torch.bfloat16:
+        return False
+    return not torch.ops.mkldnn._is_mkldnn_bf16_supported()
 
 
 def _dot(keys: Tensor, query: Tensor) -> Tensor:
