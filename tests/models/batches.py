@@ -6,6 +6,8 @@ is token ``ENTITY_OFFSET + k``, words come after the entity block.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from attentive_reader.data.batching import ClozeBatch
@@ -136,4 +138,27 @@ def select(batch: ClozeBatch, rows: list[int]) -> ClozeBatch:
         answer=batch.answer[rows],
         ids=[batch.ids[i] for i in rows],
         truncated=batch.truncated[rows],
+    )
+
+
+def relabel(batch: ClozeBatch, permutation: torch.Tensor) -> ClozeBatch:
+    """Entity ``k`` becomes entity ``permutation[k]`` everywhere in the batch (tokens,
+    candidates, answer); ``permutation`` covers the whole entity block."""
+    num_entities = len(permutation)
+
+    def ids(tokens: torch.Tensor) -> torch.Tensor:
+        k = tokens - ENTITY_OFFSET
+        entity = (k >= 0) & (k < num_entities)
+        return torch.where(
+            entity, ENTITY_OFFSET + permutation[k.clamp(0, num_entities - 1)], tokens
+        )
+
+    candidates = torch.zeros_like(batch.candidates)
+    candidates[:, permutation] = batch.candidates
+    return replace(
+        batch,
+        context=ids(batch.context),
+        query=ids(batch.query),
+        candidates=candidates,
+        answer=permutation[batch.answer],
     )

@@ -8,7 +8,6 @@ import math
 import pytest
 import torch
 
-from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models import (
     AttentiveReader,
     ClozeReader,
@@ -21,7 +20,7 @@ from attentive_reader.models import (
 )
 from attentive_reader.nn.answer import TiedAnswer, pointer_scores, token_entities
 
-from .batches import ENTITY_OFFSET, make_batch, random_batch
+from .batches import ENTITY_OFFSET, make_batch, random_batch, relabel
 
 VOCAB, ENTITIES = 60, 10
 TINY = {"embedding_dim": 12, "hidden_dim": 12, "dropout": 0.0}
@@ -103,28 +102,8 @@ def test_the_output_layer_is_not_equivariant():
         before = reader(batch).logits
         rows = reader.embedding.weight[ENTITY_OFFSET : ENTITY_OFFSET + ENTITIES].clone()
         reader.embedding.weight[ENTITY_OFFSET + permutation] = rows
-        after = reader(_relabel(batch, permutation)).logits
+        after = reader(relabel(batch, permutation)).logits
     assert not torch.allclose(after[:, permutation], before, atol=1e-3)
-
-
-def _relabel(batch: ClozeBatch, permutation: torch.Tensor) -> ClozeBatch:
-    def ids(tokens: torch.Tensor) -> torch.Tensor:
-        k = tokens - ENTITY_OFFSET
-        entity = (k >= 0) & (k < ENTITIES)
-        return torch.where(entity, ENTITY_OFFSET + permutation[k.clamp(0, ENTITIES - 1)], tokens)
-
-    candidates = torch.zeros_like(batch.candidates)
-    candidates[:, permutation] = batch.candidates
-    return ClozeBatch(
-        context=ids(batch.context),
-        context_mask=batch.context_mask,
-        query=ids(batch.query),
-        query_mask=batch.query_mask,
-        candidates=candidates,
-        answer=permutation[batch.answer],
-        ids=batch.ids,
-        truncated=batch.truncated,
-    )
 
 
 @pytest.mark.parametrize("name", ["attentive", "impatient", "gated"])

@@ -25,8 +25,9 @@ from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models import ClozeReader, ReaderOutput
 from attentive_reader.models.loading import load_reader
 
-from .batches import ENTITY_OFFSET, random_batch, select
+from .batches import ENTITY_OFFSET, random_batch, relabel, select
 
+pytestmark = pytest.mark.usefixtures("one_thread")
 VOCAB, ENTITIES = 40, 8
 TINY = {"vocab_size": VOCAB, "num_entities": ENTITIES, "embedding_dim": 8, "dropout": 0.0}
 # How to build each registered reader small, and the variants whose contract differs (a
@@ -84,14 +85,6 @@ CASES = _cases()
 EQUIVARIANT = [case for case in CASES if case.values[0].layer in ("tied", "pointer")]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_every_registered_reader_is_covered():
     available = ClozeReader.list_available()
     assert set(VARIANTS) == set(available)
@@ -114,25 +107,6 @@ def _pad(batch: ClozeBatch, context: int, query: int) -> ClozeBatch:
         context_mask=F.pad(batch.context_mask, (0, context)),
         query=F.pad(batch.query, (0, query)),
         query_mask=F.pad(batch.query_mask, (0, query)),
-    )
-
-
-def _relabel(batch: ClozeBatch, permutation: torch.Tensor) -> ClozeBatch:
-    """Entity ``k`` becomes entity ``permutation[k]`` everywhere in the batch."""
-
-    def ids(tokens: torch.Tensor) -> torch.Tensor:
-        k = tokens - ENTITY_OFFSET
-        entity = (k >= 0) & (k < ENTITIES)
-        return torch.where(entity, ENTITY_OFFSET + permutation[k.clamp(0, ENTITIES - 1)], tokens)
-
-    candidates = torch.zeros_like(batch.candidates)
-    candidates[:, permutation] = batch.candidates
-    return replace(
-        batch,
-        context=ids(batch.context),
-        query=ids(batch.query),
-        candidates=candidates,
-        answer=permutation[batch.answer],
     )
 
 
@@ -196,7 +170,7 @@ def test_relabelling_entities_permutes_the_answer(case: Case):
         before = reader(batch).logits
         rows = reader.embedding.weight[ENTITY_OFFSET : ENTITY_OFFSET + ENTITIES].clone()
         reader.embedding.weight[ENTITY_OFFSET + permutation] = rows
-        after = reader(_relabel(batch, permutation)).logits
+        after = reader(relabel(batch, permutation)).logits
     assert torch.allclose(after[:, permutation], before, atol=1e-5)
 
 

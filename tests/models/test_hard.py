@@ -25,14 +25,7 @@ CONFIG = ROOT / "configs" / "hard_attention_reader.yaml"
 VARIANCE_SCRIPT = ROOT / "scripts" / "policy_gradient_variance.py"
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny LSTMs gain nothing from threads; on a loaded 2-core machine extra threads
-    oversubscribe the cores and make these tests several times slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _reader(**overrides) -> HardAttentionReader:

@@ -13,15 +13,8 @@ from attentive_reader.models.loading import load_reader
 
 from . import reference_readers as ref
 
+pytestmark = pytest.mark.usefixtures("one_thread")
 REFERENCE = ref.load() if ref.FIXTURE.is_file() else {}
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_every_variant_is_stored():
