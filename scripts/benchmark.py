@@ -501,8 +501,8 @@ def build_reader(entry: Entry, settings: Settings, vocab_size: int, num_entities
     # The plain reference reader answers with an output matrix: compare like with like.
     init.setdefault("answer_layer", "output")
     return getattr(models, entry.reader)(
-        vocab_size,
-        num_entities,
+        vocab_size=vocab_size,
+        num_entities=num_entities,
         embedding_dim=settings.embedding_dim,
         optimizer="sgd",
         lr=0.1,

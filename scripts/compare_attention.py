@@ -58,7 +58,7 @@ def readers(args: argparse.Namespace) -> dict[str, tuple[str, Builder]]:
     chosen: dict[str, tuple[str, Builder]] = {
         "soft (Attentive Reader)": (
             "soft",
-            lambda v, e: AttentiveReader(v, e, **sizes, **adam),
+            lambda v, e: AttentiveReader(vocab_size=v, num_entities=e, **sizes, **adam),
         ),
     }
     if importlib.util.find_spec("attentive_reader.models.hard") is not None:
@@ -67,15 +67,21 @@ def readers(args: argparse.Namespace) -> dict[str, tuple[str, Builder]]:
         chosen[f"hard (REINFORCE, k={args.k})"] = (
             "hard",
             # Its tested toy-task setting: Adam at 3e-3.
-            lambda v, e: HardAttentionReader(v, e, **sizes, k=args.k, optimizer="adam", lr=3e-3),
+            lambda v, e: HardAttentionReader(
+                vocab_size=v, num_entities=e, **sizes, k=args.k, optimizer="adam", lr=3e-3
+            ),
         )
     chosen[f"Gaussian glimpse (N={args.num_filters}, K={args.num_glimpses})"] = (
         "gaussian",
-        lambda v, e: GaussianGlimpseReader(v, e, **sizes, **glimpse, **adam),
+        lambda v, e: GaussianGlimpseReader(
+            vocab_size=v, num_entities=e, **sizes, **glimpse, **adam
+        ),
     )
     chosen[f"transformer glimpse (N={args.num_filters}, K={args.num_glimpses})"] = (
         "transformer",
-        lambda v, e: TransformerGlimpseReader(v, e, **sizes, **glimpse, **adam),
+        lambda v, e: TransformerGlimpseReader(
+            vocab_size=v, num_entities=e, **sizes, **glimpse, **adam
+        ),
     )
     return chosen
 

@@ -168,8 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         data.setup("fit")
         batch = next(iter(data.val_dataloader()))
         model = HardAttentionReader(
-            data.vocab_size,
-            data.num_entities,
+            vocab_size=data.vocab_size,
+            num_entities=data.num_entities,
             embedding_dim=32,
             hidden_dim=32,
             dropout=0.0,

@@ -107,8 +107,8 @@ def test_a_small_reader_learns_a_permuted_task_with_100_entity_ids(tmp_path, see
     data = ClozeDataModule(str(path), batch_size=32, num_entities=100, seed=seed)
     assert data.permute_entities and data.num_entities == 100
     reader = AttentiveReader(
-        data.vocab_size,
-        data.num_entities,
+        vocab_size=data.vocab_size,
+        num_entities=data.num_entities,
         embedding_dim=32,
         hidden_dim=32,
         dropout=0.0,

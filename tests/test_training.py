@@ -211,7 +211,9 @@ def test_bf16_mixed_precision_runs_on_cpu(toy, run_dir):
 
     # The layers really run in bf16, and the loss stays finite.
     data = ClozeDataModule(toy, num_entities=12)
-    reader = AttentiveReader(data.vocab_size, data.num_entities, embedding_dim=16, hidden_dim=16)
+    reader = AttentiveReader(
+        vocab_size=data.vocab_size, num_entities=data.num_entities, embedding_dim=16, hidden_dim=16
+    )
     dtypes = []
     reader.answer.register_forward_hook(lambda module, inputs, out: dtypes.append(out.dtype))
     trainer = pl.Trainer(

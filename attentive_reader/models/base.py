@@ -6,9 +6,7 @@ embedding size, ``h`` hidden size per direction, ``e`` number of entity ids.
 
 from __future__ import annotations
 
-import inspect
-import types
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import pytorch_lightning as pl
 import torch
@@ -46,19 +44,26 @@ Stage = Literal["train", "val", "test"]
 class ClozeReader(pl.LightningModule):
     """Base class of the readers: predicts the answer's entity id among the candidates.
 
-    A subclass builds its network in ``__init__`` (after ``super().__init__(...)``), builds
-    its answer layer with :meth:`build_answer_layer`, and implements :meth:`forward`,
-    returning scores through :meth:`answer_scores` so that entity ids absent from the context
-    are never predicted. This class provides the cross-entropy loss, accuracy for each stage
+    Every argument is keyword-only. A reader declares its own options and passes the shared
+    ones below on: ``def __init__(self, *, <its own>, **options)`` then
+    ``super().__init__(**options)`` (the Lightning CLI reads every signature of the chain,
+    so a config keeps one flat ``init_args`` block). It composes its network from parts
+    (``models/parts.py``, ``nn/``), builds its answer layer with :meth:`build_answer_layer`,
+    and implements :meth:`forward`, returning scores through :meth:`answer_scores` so that
+    entity ids absent from the context are never predicted.
+    This class provides the embedding, the cross-entropy loss, accuracy for each stage
     (``train_acc``, ``val_acc``, ``test_acc``, synced across processes), ``predict_step`` and
-    the optimiser.
+    the optimiser. Every concrete reader class is listed by :meth:`list_available`.
 
     The optimiser is set here and only here (``--model.optimizer``, ``--model.lr``, ...; the
     CLI has no separate ``--optimizer`` block), so the checkpoint's hyperparameters, the run's
     ``config.yaml`` and evaluation reports all record the optimiser that trained the reader.
 
-    The hyperparameters saved in checkpoints are exactly the init arguments of the concrete
-    reader class (all plain JSON values, so checkpoints load with ``weights_only=True``).
+    The hyperparameters saved in checkpoints are the init arguments of the reader class, of
+    the bases it builds on (``PairReader``) and of this class, defaults included (Lightning's
+    ``save_hyperparameters``, called here, merges the ``__init__`` arguments of the class
+    chain; no reader class inherits another reader), less ``derived_arguments``. All are
+    plain JSON values, so checkpoints load with ``weights_only=True``.
 
     Args:
         vocab_size: number of token ids (linked from the data module).
@@ -79,8 +84,30 @@ class ClozeReader(pl.LightningModule):
             ``{"momentum": 0.9, "alpha": 0.95}`` for the paper's RMSProp.
     """
 
+    #: The answer layers a reader class accepts (``build_answer_layer`` checks against them).
+    answer_layers: ClassVar[tuple[AnswerLayerName, ...]] = ("output", "tied", "pointer")
+    #: Init arguments a reader class passes to its base class itself, not the user's choice:
+    #: left out of the saved hyperparameters.
+    derived_arguments: ClassVar[tuple[str, ...]] = ()
+    _registry: ClassVar[dict[str, type[ClozeReader]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        concrete = cls.forward is not ClozeReader.forward and not cls.__name__.startswith("_")
+        if concrete and cls.__module__.startswith("attentive_reader.models."):
+            ClozeReader._registry[cls.__name__] = cls
+
+    @classmethod
+    def list_available(cls) -> dict[str, type[ClozeReader]]:
+        """Every concrete reader class of the toolkit, by class name (AllenNLP's
+        ``list_available``; imports ``attentive_reader.models``, which registers them)."""
+        import attentive_reader.models  # noqa: F401  (registers every reader)
+
+        return dict(sorted(ClozeReader._registry.items()))
+
     def __init__(
         self,
+        *,
         vocab_size: int,
         num_entities: int,
         embedding_dim: int = 100,
@@ -108,7 +135,7 @@ class ClozeReader(pl.LightningModule):
         if word_vectors is not None and not isinstance(word_vectors, str):
             raise ValueError("word_vectors must be a path given as a string (or None)")
         _check_optimizer_options(optimizer, optimizer_options)
-        self.save_hyperparameters(frame=_outermost_init_frame(self))
+        self.save_hyperparameters(ignore=list(self.derived_arguments))
         self.vocab_size = vocab_size
         self.num_entities = num_entities
         self.optimizer_name = optimizer
@@ -151,16 +178,22 @@ class ClozeReader(pl.LightningModule):
         return document, query  # (b, n, d + 1), (b, m, d + 1)
 
     def build_answer_layer(
-        self, name: AnswerLayerName, input_dim: int, allowed: tuple[str, ...], why: str = ""
+        self,
+        name: AnswerLayerName,
+        input_dim: int,
+        allowed: tuple[str, ...] | None = None,
+        why: str = "",
     ) -> None:
         """Build ``self.answer`` (see ``nn/answer.py``).
 
         Args:
             name: ``output``, ``tied`` or ``pointer``.
             input_dim: size of the vector ``g`` the reader answers from (``output``, ``tied``).
-            allowed: the layers this reader supports.
+            allowed: the layers this reader supports with its other options (default: the
+                class's ``answer_layers``).
             why: why a layer is not allowed, for the error message.
         """
+        allowed = self.answer_layers if allowed is None else allowed
         check_answer_layer(name, allowed, type(self).__name__, why)
         self.answer_layer = name
         if name == "output":
@@ -354,11 +387,35 @@ def upgrade_hyper_parameters(hyper_parameters: dict[str, Any]) -> dict[str, Any]
     return hyper_parameters
 
 
+# Parameter names of older checkpoints and their names now, by prefix: the output matrix of
+# checkpoints from before answer layers, and the parts (``models/parts.py``) of checkpoints
+# from before readers were composed of them.
+RENAMED_PREFIXES: dict[str, str] = {
+    "output.": "answer.",
+    "document_encoder.": "encoders.document.",
+    "query_encoder.": "encoders.query.",
+    "read_proj.": "readout.read_proj.",
+    "query_proj.": "readout.query_proj.",
+}
+
+
 def upgrade_state_dict(state_dict: dict[str, Tensor]) -> None:
-    """Rename the output matrix of checkpoints made before answer layers (in place):
-    ``output.weight`` / ``output.bias`` are now ``answer.weight`` / ``answer.bias``."""
-    for key in [k for k in state_dict if k in ("output.weight", "output.bias")]:
-        state_dict["answer." + key.split(".", 1)[1]] = state_dict.pop(key)
+    """Rename the parameters of older checkpoints to today's names, in place
+    (``RENAMED_PREFIXES``: e.g. ``output.weight`` is now ``answer.weight``,
+    ``document_encoder.*`` is ``encoders.document.*``, ``read_proj.*`` is
+    ``readout.read_proj.*``). Keys already in today's names are left alone; the order of
+    the keys is kept."""
+    items = list(state_dict.items())
+    state_dict.clear()
+    for key, value in items:
+        state_dict[_renamed(key)] = value
+
+
+def _renamed(key: str) -> str:
+    for old, new in RENAMED_PREFIXES.items():
+        if key.startswith(old):
+            return new + key[len(old) :]
+    return key
 
 
 def _check_optimizer_options(optimizer: str, options: dict[str, float] | None) -> None:
@@ -377,20 +434,3 @@ def _check_optimizer_options(optimizer: str, options: dict[str, float] | None) -
         OPTIMIZERS[optimizer]([nn.Parameter(torch.zeros(1))], lr=1e-3, **options)
     except (TypeError, ValueError) as err:
         raise ValueError(f"optimizer_options {options!r} do not fit {optimizer}: {err}") from None
-
-
-def _outermost_init_frame(obj: object) -> types.FrameType | None:
-    """The frame of the most derived ``__init__`` running for ``obj``.
-
-    Lightning's ``save_hyperparameters`` merges the arguments of every ``__init__`` in the
-    inheritance chain; starting from the outermost frame records only the concrete class's
-    own arguments (e.g. ``UniformReader`` does not inherit ``scorer`` from
-    ``AttentiveReader``), so a checkpoint's hyperparameters always fit its class.
-    """
-    frame = inspect.currentframe()
-    outermost = None
-    while frame is not None:
-        if frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is obj:
-            outermost = frame
-        frame = frame.f_back
-    return outermost

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
-from attentive_reader.models.attentive import AttentiveReader, ReadoutName
-from attentive_reader.models.base import ClozeReader, OptimizerName
+from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import ReaderOutput
-from attentive_reader.nn.answer import AnswerLayerName, check_answer_layer
-from attentive_reader.nn.encoders import RnnName, SequenceEncoder
+from attentive_reader.models.parts import (
+    PairReader,
+    Readout,
+    ReadoutName,
+    check_choice,
+    check_dropout,
+)
+from attentive_reader.nn.answer import AnswerLayerName
+from attentive_reader.nn.encoders import SequenceEncoder
+from attentive_reader.nn.masking import masked_softmax
 
 DeepLSTMOrder = Literal["document_first", "query_first"]
 
@@ -35,59 +42,34 @@ class DeepLSTMReader(ClozeReader):
     ``ReaderOutput.attention`` is ``None``.
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
-        embedding_dim: word embedding size ``d``.
+        **options: ``vocab_size``, ``num_entities`` and the options of every reader
+            (``ClozeReader``).
         hidden_dim: hidden size ``h`` of each layer.
         num_layers: depth ``K`` of the LSTM.
         dropout: dropout on the embeddings and on each layer's output.
         order: ``document_first`` (``document ||| query``) or ``query_first``.
         answer_layer: ``tied`` (the default) or ``output`` (the paper's); this reader has no
             token attention for ``pointer``.
-        query_match: add the bit "this token also occurs in the query / the context" to
-            every token's embedding (see ``ClozeReader``).
-        word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
-        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty.
-        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
+
+    answer_layers = ("output", "tied")
 
     def __init__(
         self,
-        vocab_size: int,
-        num_entities: int,
-        embedding_dim: int = 100,
+        *,
         hidden_dim: int = 256,
         num_layers: int = 2,
         dropout: float = 0.1,
         order: DeepLSTMOrder = "document_first",
         answer_layer: AnswerLayerName = "tied",
-        query_match: bool = False,
-        word_vectors: str | None = None,
-        optimizer: OptimizerName = "adam",
-        lr: float | None = None,
-        weight_decay: float = 0.0,
-        optimizer_options: dict[str, float] | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            vocab_size,
-            num_entities,
-            embedding_dim=embedding_dim,
-            query_match=query_match,
-            word_vectors=word_vectors,
-            optimizer=optimizer,
-            lr=lr,
-            weight_decay=weight_decay,
-            optimizer_options=optimizer_options,
-        )
+        super().__init__(**options)
         if num_layers < 1:
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
-        if order not in ("document_first", "query_first"):
-            raise ValueError(f"order must be 'document_first' or 'query_first', got {order!r}")
+        check_choice("order", order, ("document_first", "query_first"))
+        check_dropout(dropout)
         self.order = order
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.dropout = nn.Dropout(dropout)
         self.delimiter = nn.Parameter(torch.randn(self.input_dim) * 0.1)  # the "|||" token
         self.layers = nn.ModuleList(
@@ -96,9 +78,7 @@ class DeepLSTMReader(ClozeReader):
             )
             for k in range(num_layers)
         )
-        self.build_answer_layer(
-            answer_layer, num_layers * hidden_dim, ("output", "tied"), " (it has no attention)"
-        )
+        self.build_answer_layer(answer_layer, num_layers * hidden_dim, why=" (it has no attention)")
 
     def forward(self, batch: ClozeBatch) -> ReaderOutput:
         """Read a batch.
@@ -161,76 +141,49 @@ class DeepLSTMReader(ClozeReader):
         return joined, in_document | is_delimiter | in_query
 
 
-class UniformReader(AttentiveReader):
+class UniformReader(PairReader):
     """The Attentive Reader with uniform attention: ``s(t) = 1 / |d|`` on every real token.
 
-    ``r`` is the mean of the document states; everything else (encoders, readout, answer
-    layer) is the Attentive Reader's. It shows how much the learned attention adds.
+    ``r`` is the mean of the document states ``y_d``; the encoder pair, read-out and answer
+    layer are the Attentive Reader's parts. It shows how much the learned attention adds.
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
-        embedding_dim: word embedding size ``d``.
-        hidden_dim: hidden size ``h`` of each direction of each encoder.
-        num_layers: stacked recurrent layers in each encoder.
-        dropout: dropout on the embeddings (and between stacked layers).
-        rnn: ``lstm`` or ``gru``.
+        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
+            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
         readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``, the default) or ``linear``.
         answer_layer: ``tied`` (the default) or ``output`` (the paper's); ``pointer`` would
             only count mentions (the maximum-frequency baseline).
-        query_match: add the bit "this token also occurs in the query / the context" to
-            every token's embedding (see ``ClozeReader``).
-        word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
-        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty.
-        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
+
+    answer_layers = ("output", "tied")
 
     def __init__(
         self,
-        vocab_size: int,
-        num_entities: int,
-        embedding_dim: int = 100,
-        hidden_dim: int = 128,
-        num_layers: int = 1,
-        dropout: float = 0.2,
-        rnn: RnnName = "lstm",
+        *,
         readout: ReadoutName = "paper",
         answer_layer: AnswerLayerName = "tied",
-        query_match: bool = False,
-        word_vectors: str | None = None,
-        optimizer: OptimizerName = "adam",
-        lr: float | None = None,
-        weight_decay: float = 0.0,
-        optimizer_options: dict[str, float] | None = None,
+        **options: Any,
     ) -> None:
-        check_answer_layer(
+        super().__init__(**options)
+        states = self.encoders.output_dim  # 2h
+        self.build_answer_layer(
             answer_layer,
-            ("output", "tied"),
-            "UniformReader",
-            " (uniform attention summed per entity is the maximum-frequency baseline)",
+            states,
+            why=" (uniform attention summed per entity is the maximum-frequency baseline)",
         )
-        super().__init__(
-            vocab_size,
-            num_entities,
-            embedding_dim=embedding_dim,
-            hidden_dim=hidden_dim,
-            num_layers=num_layers,
-            dropout=dropout,
-            rnn=rnn,
-            scorer="dot",  # replaced below; "dot" has no parameters
-            readout=readout,
-            answer_layer=answer_layer,
-            query_match=query_match,
-            word_vectors=word_vectors,
-            optimizer=optimizer,
-            lr=lr,
-            weight_decay=weight_decay,
-            optimizer_options=optimizer_options,
-        )
-        self.scorer = None  # uniform attention has nothing to learn
+        self.readout = Readout(readout, states)
 
-    def attention_scores(self, y_d: Tensor, u: Tensor) -> Tensor:
-        """Equal scores (b, n): the masked softmax makes them uniform over the real tokens."""
-        return y_d.new_zeros(y_d.shape[:2])  # (b, n)
+    def forward(self, batch: ClozeBatch) -> ReaderOutput:
+        """Read a batch.
+
+        Returns:
+            ``ReaderOutput`` with ``logits`` (b, e) and ``attention`` (b, n), uniform over
+            each example's real tokens.
+        """
+        encoded = self.encode(batch)
+        y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
+        # Equal scores: the masked softmax makes them uniform over the real tokens.
+        s = masked_softmax(y_d.new_zeros(y_d.shape[:2]), batch.context_mask)  # (b, n)
+        r = torch.bmm(s.unsqueeze(1), y_d).squeeze(1)  # (b, 2h): the mean state
+        logits = self.answer_scores(batch, g=self.readout(r, u), weights=s)  # (b, e)
+        return ReaderOutput(logits=logits, attention=s)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import torch
 from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
-from attentive_reader.models.base import ClozeReader, OptimizerName
+from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import ReaderOutput
+from attentive_reader.models.parts import check_choice, check_dropout
 from attentive_reader.nn.answer import AnswerLayerName
 from attentive_reader.nn.encoders import SequenceEncoder
 from attentive_reader.nn.masking import masked_softmax
@@ -98,59 +99,32 @@ class GatedAttentionReader(ClozeReader):
     attention sum.
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
+        **options: ``vocab_size``, ``num_entities`` and the options of every reader
+            (``ClozeReader``; its ``query_match`` is the paper's ``qe-comm`` feature).
         num_hops: ``K``, the number of document GRUs (``K - 1`` gated-attention steps).
-        embedding_dim: word embedding size ``d``, shared by document and query.
         hidden_dim: hidden size ``h`` of each direction of every GRU.
         dropout: dropout on the embeddings and on each hop's gated states.
         gate: ``mul`` (the default, the paper's), ``sum`` or ``concat``.
         answer_layer: ``pointer`` (the default, the attention sum), ``tied`` or ``output``.
-        query_match: add the bit "this token also occurs in the query / the context" to
-            every token's embedding (the paper's ``qe-comm`` feature; see ``ClozeReader``).
-        word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
-        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty.
-        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
 
     def __init__(
         self,
-        vocab_size: int,
-        num_entities: int,
+        *,
         num_hops: int = 3,
-        embedding_dim: int = 100,
         hidden_dim: int = 128,
         dropout: float = 0.2,
         gate: GateName = "mul",
         answer_layer: AnswerLayerName = "pointer",
-        query_match: bool = False,
-        word_vectors: str | None = None,
-        optimizer: OptimizerName = "adam",
-        lr: float | None = None,
-        weight_decay: float = 0.0,
-        optimizer_options: dict[str, float] | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            vocab_size,
-            num_entities,
-            embedding_dim=embedding_dim,
-            query_match=query_match,
-            word_vectors=word_vectors,
-            optimizer=optimizer,
-            lr=lr,
-            weight_decay=weight_decay,
-            optimizer_options=optimizer_options,
-        )
+        super().__init__(**options)
         if not isinstance(num_hops, int) or num_hops < 1:
             raise ValueError(
                 f"num_hops must be a positive integer (the paper uses 3), got {num_hops!r}"
             )
-        if gate not in GATES:
-            raise ValueError(f"gate must be one of {', '.join(GATES)}, got {gate!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        check_choice("gate", gate, GATES)
+        check_dropout(dropout)
         self.num_hops = num_hops
         self.gate: GateName = gate
         self.dropout = nn.Dropout(dropout)
@@ -163,7 +137,7 @@ class GatedAttentionReader(ClozeReader):
         self.query_encoders = nn.ModuleList(
             SequenceEncoder(self.input_dim, hidden_dim, rnn="gru") for _ in range(num_hops)
         )
-        self.build_answer_layer(answer_layer, states, ("pointer", "tied", "output"))
+        self.build_answer_layer(answer_layer, states)
 
     def forward(self, batch: ClozeBatch) -> ReaderOutput:
         """Read a batch. Letters: ``b`` batch, ``n`` context length, ``m`` query length, ``h``

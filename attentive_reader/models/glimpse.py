@@ -13,17 +13,22 @@ The maths lives in ``attentive_reader/nn/glimpse.py``; this file wires it into r
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_args
 
 import torch
 from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
-from attentive_reader.models.base import ClozeReader, OptimizerName
 from attentive_reader.models.output import ReaderOutput
+from attentive_reader.models.parts import (
+    PairReader,
+    ReadoutName,
+    build_readout,
+    check_choice,
+    check_positive,
+)
 from attentive_reader.nn.answer import AnswerLayerName
-from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
-from attentive_reader.nn.encoders import RnnName, SequenceEncoder
+from attentive_reader.nn.attention import ScorerName, build_scorer
 from attentive_reader.nn.glimpse import (
     clamp_to_document,
     gaussian_filterbank,
@@ -36,7 +41,6 @@ from attentive_reader.nn.glimpse import (
     support_mask,
 )
 
-ReadoutName = Literal["paper", "linear"]
 GlimpseReadoutName = Literal["attend", "flatten"]
 SUPPORT_THRESHOLD = 1e-3  # a Gaussian filter weight above this counts as reading the token
 # The locator's initial (g~, delta~, sigma~, gamma~): centre mid-document, stride
@@ -44,7 +48,7 @@ SUPPORT_THRESHOLD = 1e-3  # a Gaussian filter weight above this counts as readin
 INITIAL_RAW = (0.0, 3.0, -0.7, 0.0)
 
 
-class _GlimpseReader(ClozeReader):
+class _GlimpseReader(PairReader):
     """What both glimpse readers share: encoders, the locator, the controller, the read-out.
 
     Per glimpse ``k = 1..K``, with ``u`` the query state and ``c_{k-1}`` the controller state
@@ -60,98 +64,56 @@ class _GlimpseReader(ClozeReader):
     answer is the last glimpse's weight on each token, ``w(t) = sum_i a_i W[i, t]`` for the
     glimpse's weights ``W`` (b, N, n) over the positions, summed per candidate entity.
 
-    Subclasses pass ``num_raw`` (how many location values they predict) and implement
-    :meth:`look`; every other argument is keyword-only, as in the subclasses.
+    A subclass passes ``location_size`` (how many location values it predicts: a derived
+    argument, not saved as a hyperparameter) with the options of the user, and implements
+    :meth:`look`. The options are documented on the subclasses.
     """
+
+    derived_arguments = ("location_size",)
 
     def __init__(
         self,
-        num_raw: int,
         *,
-        vocab_size: int,
-        num_entities: int,
-        embedding_dim: int,
-        hidden_dim: int,
-        num_layers: int,
-        dropout: float,
-        rnn: RnnName,
-        num_filters: int,
-        num_glimpses: int,
-        glimpse_readout: GlimpseReadoutName,
-        scorer: ScorerName,
-        attention_dim: int | None,
-        readout: ReadoutName,
-        answer_layer: AnswerLayerName,
-        query_match: bool,
-        word_vectors: str | None,
-        optimizer: OptimizerName,
-        lr: float | None,
-        weight_decay: float,
-        optimizer_options: dict[str, float] | None,
+        location_size: int,
+        scorer: ScorerName = "bilinear",
+        attention_dim: int | None = None,
+        readout: ReadoutName = "linear",
+        answer_layer: AnswerLayerName = "tied",
+        num_filters: int = 8,
+        num_glimpses: int = 1,
+        glimpse_readout: GlimpseReadoutName = "attend",
+        **options: Any,
     ) -> None:
-        super().__init__(
-            vocab_size,
-            num_entities,
-            embedding_dim=embedding_dim,
-            query_match=query_match,
-            word_vectors=word_vectors,
-            optimizer=optimizer,
-            lr=lr,
-            weight_decay=weight_decay,
-            optimizer_options=optimizer_options,
-        )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        for name, value in (("num_filters", num_filters), ("num_glimpses", num_glimpses)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if glimpse_readout not in ("attend", "flatten"):
-            raise ValueError(
-                f"glimpse_readout must be 'attend' or 'flatten', got {glimpse_readout!r}"
-            )
-        if scorer not in SCORER_NAMES:
-            raise ValueError(f"scorer must be one of {', '.join(SCORER_NAMES)}, got {scorer!r}")
-        if readout not in ("paper", "linear"):
-            raise ValueError(f"readout must be 'paper' or 'linear', got {readout!r}")
+        super().__init__(**options)
+        check_positive(num_filters=num_filters, num_glimpses=num_glimpses)
+        check_choice("glimpse_readout", glimpse_readout, get_args(GlimpseReadoutName))
         self.num_filters = num_filters
         self.num_glimpses = num_glimpses
         self.glimpse_readout = glimpse_readout
-        self.readout = readout
 
-        self.dropout = nn.Dropout(dropout)
-        self.document_encoder = SequenceEncoder(
-            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
-        self.query_encoder = SequenceEncoder(
-            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
-        states = self.document_encoder.output_dim  # 2h
+        states = self.encoders.output_dim  # 2h
         recurrent = num_glimpses > 1
         # W_loc: from [u; c] (or u alone for one glimpse) to the unconstrained parameters.
-        self.locator = nn.Linear(states * (2 if recurrent else 1), num_raw)
+        self.locator = nn.Linear(states * (2 if recurrent else 1), location_size)
         # Start every glimpse as an even scan of the whole document (the grid spans 95% of
         # it, neighbouring filters overlap at half their spacing); training then moves and
         # narrows it per query.
         nn.init.zeros_(self.locator.weight)
         with torch.no_grad():
-            self.locator.bias.copy_(torch.tensor(INITIAL_RAW[:num_raw]))
+            self.locator.bias.copy_(torch.tensor(INITIAL_RAW[:location_size]))
         self.controller = nn.LSTMCell(states, states) if recurrent else None
         if glimpse_readout == "attend":
             self.scorer = build_scorer(scorer, states, states, attention_dim)
+            self.build_answer_layer(answer_layer, states)
         else:
             self.flatten = nn.Linear(num_filters * states, states)  # W_flat
-        if glimpse_readout == "attend":
-            self.build_answer_layer(answer_layer, states, ("output", "tied", "pointer"))
-        else:
             self.build_answer_layer(
                 answer_layer,
                 states,
                 ("output", "tied"),
                 " with glimpse_readout='flatten' (it has no weights over tokens; use 'attend')",
             )
-        if readout == "paper" and answer_layer != "pointer":
-            self.read_proj = nn.Linear(states, states, bias=False)  # W_rg
-            self.query_proj = nn.Linear(states, states)  # W_ug (and the bias)
+        self.readout = build_readout(readout, states, answer_layer)
 
     def look(
         self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor
@@ -162,7 +124,7 @@ class _GlimpseReader(ClozeReader):
             y_d: (b, n, 2h) document states, 0 on padding.
             mask: (b, n) bool.
             lengths: (b,) true lengths.
-            raw: (b, num_raw) the locator's unconstrained output.
+            raw: (b, location_size) the locator's unconstrained output.
 
         Returns:
             ``glimpse`` (b, N, 2h); ``weights`` (b, N, n): each read state as weights over
@@ -184,9 +146,8 @@ class _GlimpseReader(ClozeReader):
             ``glimpse_readout="attend"`` only) and ``tokens_read`` (b,) long.
         """
         mask = batch.context_mask  # (b, n)
-        document, query = self.embed(batch, self.dropout)  # (b, n, d'), (b, m, d')
-        y_d, _ = self.document_encoder(document, mask)  # (b, n, 2h)
-        _, u = self.query_encoder(query, batch.query_mask)  # (b, 2h)
+        encoded = self.encode(batch)
+        y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
         lengths = mask.sum(1)  # (b,)
 
         state: tuple[Tensor, Tensor] | None = None
@@ -216,14 +177,11 @@ class _GlimpseReader(ClozeReader):
                 per_glimpse.setdefault(key, []).append(value)
 
         filters = torch.stack(all_weights, dim=1)  # (b, K, N, n)
-        if self.answer_layer == "pointer":
+        if self.readout is None:  # answer_layer="pointer"
             log_weights = token_weights.float().clamp_min(1e-30).log()  # (b, n)
             logits = self.answer_scores(batch, token_scores=log_weights)  # (b, e)
         else:
-            if self.readout == "paper":
-                g = torch.tanh(self.read_proj(r) + self.query_proj(u))  # (b, 2h)
-            else:
-                g = r
+            g = self.readout(r, u)  # (b, 2h)
             logits = self.answer_scores(batch, g=g, weights=token_weights)  # (b, e)
         extras = {key: torch.stack(values, dim=1) for key, values in per_glimpse.items()}
         extras["glimpse_attention"] = torch.stack(
@@ -260,13 +218,8 @@ class GaussianGlimpseReader(_GlimpseReader):
     exceeds 1e-3 (the filterbank's effective support).
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
-        embedding_dim: word embedding size ``d``.
-        hidden_dim: hidden size ``h`` of each direction of each encoder.
-        num_layers: stacked recurrent layers in each encoder.
-        dropout: dropout on the embeddings (and between stacked layers).
-        rnn: ``lstm`` or ``gru``.
+        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
+            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
         num_filters: ``N``, Gaussian filters per glimpse.
         num_glimpses: ``K``; more than 1 adds the LSTM-cell controller that places each next
             glimpse from what the previous ones read.
@@ -281,62 +234,11 @@ class GaussianGlimpseReader(_GlimpseReader):
         intensity: predict DRAW's intensity ``gamma`` and scale each glimpse by it. Off by
             default: on the toy task it shrinks towards 0 early in training, silencing the
             read-out, and the reader stays at chance (test accuracy 0.17 against 0.90 without).
-        query_match: add the bit "this token also occurs in the query / the context" to
-            every token's embedding (see ``ClozeReader``).
-        word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
-        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty.
-        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
 
-    def __init__(
-        self,
-        vocab_size: int,
-        num_entities: int,
-        embedding_dim: int = 100,
-        hidden_dim: int = 128,
-        num_layers: int = 1,
-        dropout: float = 0.2,
-        rnn: RnnName = "lstm",
-        num_filters: int = 8,
-        num_glimpses: int = 1,
-        glimpse_readout: GlimpseReadoutName = "attend",
-        scorer: ScorerName = "bilinear",
-        attention_dim: int | None = None,
-        readout: ReadoutName = "linear",
-        intensity: bool = False,
-        answer_layer: AnswerLayerName = "tied",
-        query_match: bool = False,
-        word_vectors: str | None = None,
-        optimizer: OptimizerName = "adam",
-        lr: float | None = None,
-        weight_decay: float = 0.0,
-        optimizer_options: dict[str, float] | None = None,
-    ) -> None:
-        super().__init__(
-            4 if intensity else 3,  # centre, stride, width (, intensity)
-            vocab_size=vocab_size,
-            num_entities=num_entities,
-            embedding_dim=embedding_dim,
-            hidden_dim=hidden_dim,
-            num_layers=num_layers,
-            dropout=dropout,
-            rnn=rnn,
-            num_filters=num_filters,
-            num_glimpses=num_glimpses,
-            glimpse_readout=glimpse_readout,
-            scorer=scorer,
-            attention_dim=attention_dim,
-            readout=readout,
-            answer_layer=answer_layer,
-            query_match=query_match,
-            word_vectors=word_vectors,
-            optimizer=optimizer,
-            lr=lr,
-            weight_decay=weight_decay,
-            optimizer_options=optimizer_options,
-        )
+    def __init__(self, *, intensity: bool = False, **options: Any) -> None:
+        # The locator predicts centre, stride, width (and the intensity).
+        super().__init__(location_size=4 if intensity else 3, **options)
         self.intensity = intensity
 
     def look(
@@ -378,13 +280,8 @@ class TransformerGlimpseReader(_GlimpseReader):
     distinct tokens gathered over all glimpses.
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
-        embedding_dim: word embedding size ``d``.
-        hidden_dim: hidden size ``h`` of each direction of each encoder.
-        num_layers: stacked recurrent layers in each encoder.
-        dropout: dropout on the embeddings (and between stacked layers).
-        rnn: ``lstm`` or ``gru``.
+        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
+            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
         num_filters: ``N``, sampling points per glimpse.
         num_glimpses: ``K``; more than 1 adds the LSTM-cell controller.
         glimpse_readout: ``attend`` or ``flatten`` (see ``GaussianGlimpseReader``).
@@ -393,61 +290,10 @@ class TransformerGlimpseReader(_GlimpseReader):
         readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
         answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer``
             (``glimpse_readout="attend"`` only; see ``_GlimpseReader``).
-        query_match: add the bit "this token also occurs in the query / the context" to
-            every token's embedding (see ``ClozeReader``).
-        word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
-        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty.
-        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
 
-    def __init__(
-        self,
-        vocab_size: int,
-        num_entities: int,
-        embedding_dim: int = 100,
-        hidden_dim: int = 128,
-        num_layers: int = 1,
-        dropout: float = 0.2,
-        rnn: RnnName = "lstm",
-        num_filters: int = 8,
-        num_glimpses: int = 1,
-        glimpse_readout: GlimpseReadoutName = "attend",
-        scorer: ScorerName = "bilinear",
-        attention_dim: int | None = None,
-        readout: ReadoutName = "linear",
-        answer_layer: AnswerLayerName = "tied",
-        query_match: bool = False,
-        word_vectors: str | None = None,
-        optimizer: OptimizerName = "adam",
-        lr: float | None = None,
-        weight_decay: float = 0.0,
-        optimizer_options: dict[str, float] | None = None,
-    ) -> None:
-        super().__init__(
-            2,  # centre, stride
-            vocab_size=vocab_size,
-            num_entities=num_entities,
-            embedding_dim=embedding_dim,
-            hidden_dim=hidden_dim,
-            num_layers=num_layers,
-            dropout=dropout,
-            rnn=rnn,
-            num_filters=num_filters,
-            num_glimpses=num_glimpses,
-            glimpse_readout=glimpse_readout,
-            scorer=scorer,
-            attention_dim=attention_dim,
-            readout=readout,
-            answer_layer=answer_layer,
-            query_match=query_match,
-            word_vectors=word_vectors,
-            optimizer=optimizer,
-            lr=lr,
-            weight_decay=weight_decay,
-            optimizer_options=optimizer_options,
-        )
+    def __init__(self, **options: Any) -> None:
+        super().__init__(location_size=2, **options)  # centre, stride
 
     def look(
         self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor

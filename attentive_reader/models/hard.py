@@ -9,7 +9,7 @@ Gumbel-softmax selection is available behind the same interface as a differentia
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal, get_args
 
 import torch
 import torch.nn.functional as F
@@ -17,11 +17,16 @@ from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
-from attentive_reader.models.base import ClozeReader, OptimizerName
 from attentive_reader.models.output import ReaderOutput
+from attentive_reader.models.parts import (
+    PairReader,
+    Readout,
+    ReadoutName,
+    check_choice,
+    check_positive,
+)
 from attentive_reader.nn.answer import AnswerLayerName, pointer_scores, token_entities
-from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
-from attentive_reader.nn.encoders import RnnName, SequenceEncoder
+from attentive_reader.nn.attention import ScorerName, build_scorer
 from attentive_reader.nn.masking import masked_log_softmax, masked_softmax
 from attentive_reader.nn.reinforce import (
     EntropySchedule,
@@ -36,10 +41,9 @@ RewardName = Literal["log_likelihood", "correct"]
 BaselineName = Literal["none", "ema", "learned", "leave_one_out"]
 EvalModeName = Literal["greedy", "sample", "uniform"]
 SelectionName = Literal["reinforce", "gumbel"]
-ReadoutName = Literal["paper", "linear"]
 
 
-class HardAttentionReader(ClozeReader):
+class HardAttentionReader(PairReader):
     """Reads k selected document states instead of a soft average of all of them.
 
     ``y_d(t)`` are the bidirectional document states (2h), ``u`` the query's final states
@@ -72,13 +76,8 @@ class HardAttentionReader(ClozeReader):
     ``value`` (b,).
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
-        embedding_dim: word embedding size ``d``.
-        hidden_dim: hidden size ``h`` of each direction of each encoder.
-        num_layers: stacked recurrent layers in each encoder.
-        dropout: dropout on the embeddings (and between stacked layers).
-        rnn: ``lstm`` or ``gru``.
+        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
+            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
         scorer: the policy's scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear``.
         attention_dim: hidden size of the additive scorer (default ``2h``).
         readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
@@ -108,27 +107,17 @@ class HardAttentionReader(ClozeReader):
             REINFORCE only estimates from ``num_samples`` draws.
         answer_layer: ``tied`` (the default) or ``output`` (the paper's); ``pointer`` would
             answer with the soft policy and make this a soft reader.
-        query_match: add the bit "this token also occurs in the query / the context" to
-            every token's embedding (see ``ClozeReader``).
-        word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
-        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty.
-        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
+
+    answer_layers = ("output", "tied")
 
     def __init__(
         self,
-        vocab_size: int,
-        num_entities: int,
-        embedding_dim: int = 100,
-        hidden_dim: int = 128,
-        num_layers: int = 1,
-        dropout: float = 0.2,
-        rnn: RnnName = "lstm",
+        *,
         scorer: ScorerName = "bilinear",
         attention_dim: int | None = None,
         readout: ReadoutName = "linear",
+        answer_layer: AnswerLayerName = "tied",
         k: int = 1,
         replacement: bool = False,
         num_samples: int = 4,
@@ -143,36 +132,14 @@ class HardAttentionReader(ClozeReader):
         selection: SelectionName = "reinforce",
         gumbel_temperature: float = 1.0,
         policy_supervision: float = 0.0,
-        answer_layer: AnswerLayerName = "tied",
-        query_match: bool = False,
-        word_vectors: str | None = None,
-        optimizer: OptimizerName = "adam",
-        lr: float | None = None,
-        weight_decay: float = 0.0,
-        optimizer_options: dict[str, float] | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            vocab_size,
-            num_entities,
-            embedding_dim=embedding_dim,
-            query_match=query_match,
-            word_vectors=word_vectors,
-            optimizer=optimizer,
-            lr=lr,
-            weight_decay=weight_decay,
-            optimizer_options=optimizer_options,
-        )
-        _check_choice("scorer", scorer, SCORER_NAMES)
-        _check_choice("readout", readout, ("paper", "linear"))
-        _check_choice("reward", reward, ("log_likelihood", "correct"))
-        _check_choice("baseline", baseline, ("none", "ema", "learned", "leave_one_out"))
-        _check_choice("eval_mode", eval_mode, ("greedy", "sample", "uniform"))
-        _check_choice("selection", selection, ("reinforce", "gumbel"))
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        for name, value in (("k", k), ("num_samples", num_samples), ("eval_samples", eval_samples)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        super().__init__(**options)
+        check_choice("reward", reward, get_args(RewardName))
+        check_choice("baseline", baseline, get_args(BaselineName))
+        check_choice("eval_mode", eval_mode, get_args(EvalModeName))
+        check_choice("selection", selection, get_args(SelectionName))
+        check_positive(k=k, num_samples=num_samples, eval_samples=eval_samples)
         if baseline == "leave_one_out" and num_samples < 2:
             raise ValueError(
                 "baseline='leave_one_out' needs num_samples >= 2 (it averages the rewards of "
@@ -203,24 +170,13 @@ class HardAttentionReader(ClozeReader):
         self.entropy_schedule = EntropySchedule(entropy_bonus, entropy_decay)
         self.moving_average = MovingAverageBaseline(baseline_decay)
 
-        self.dropout = nn.Dropout(dropout)
-        self.document_encoder = SequenceEncoder(
-            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
-        self.query_encoder = SequenceEncoder(
-            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
-        states = self.document_encoder.output_dim  # 2h
+        states = self.encoders.output_dim  # 2h
         self.scorer = build_scorer(scorer, states, states, attention_dim)
-        self.readout = readout
-        if readout == "paper":
-            self.read_proj = nn.Linear(states, states, bias=False)  # W_rg
-            self.query_proj = nn.Linear(states, states)  # W_ug (and the bias)
+        self.readout = Readout(readout, states)
         self.build_answer_layer(
             answer_layer,
             states,
-            ("output", "tied"),
-            " (it reads k sampled positions; the soft policy would make it a soft reader)",
+            why=" (it reads k sampled positions; the soft policy would make it a soft reader)",
         )
         self.value_head = (
             nn.Sequential(nn.Linear(2 * states, states), nn.Tanh(), nn.Linear(states, 1))
@@ -238,10 +194,9 @@ class HardAttentionReader(ClozeReader):
         candidate-masked log of the answer distribution averaged over the samples (with one
         sample: that sample's logits).
         """
-        document, query = self.embed(batch, self.dropout)  # (b, n, d'), (b, m, d')
         mask = batch.context_mask  # (b, n)
-        y_d, _ = self.document_encoder(document, mask)  # (b, n, 2h)
-        _, u = self.query_encoder(query, batch.query_mask)  # (b, 2h)
+        encoded = self.encode(batch)
+        y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
         scores = self.scorer.score(y_d, u).float()  # (b, n)
         log_policy = masked_log_softmax(scores, mask)  # (b, n)
         policy = masked_softmax(scores, mask)  # (b, n)
@@ -267,7 +222,7 @@ class HardAttentionReader(ClozeReader):
         candidates = batch.candidates.repeat_interleave(samples, dim=0)  # (b*s, e)
         read = self.read_embeddings(batch, weights)  # (b, s, d) | None: the chosen embeddings
         read = None if read is None else read.flatten(0, 1)  # (b*s, d)
-        g = self._read_out(r, flat_u)  # (b*s, 2h)
+        g = self.readout(r, flat_u)  # (b*s, 2h)
         sample_logits = self.answer_from_vector(g, candidates, read)  # (b*s, e)
         sample_logits = sample_logits.view(b, samples, -1)  # (b, s, e)
         if samples == 1:
@@ -300,12 +255,6 @@ class HardAttentionReader(ClozeReader):
         if self.eval_mode == "greedy":
             return "greedy", 1
         return self.eval_mode, self.eval_samples
-
-    def _read_out(self, r: Tensor, u: Tensor) -> Tensor:
-        """The vector g (b, 2h) answered from, given the reading r and the query u (b, 2h)."""
-        if self.readout == "paper":
-            return torch.tanh(self.read_proj(r) + self.query_proj(u))  # (b, 2h)
-        return r
 
     # --- training ------------------------------------------------------------------------
 
@@ -405,8 +354,3 @@ class HardAttentionReader(ClozeReader):
         if self.baseline_name == "leave_one_out":
             return leave_one_out_baseline(reward)  # (b, s)
         return torch.zeros((), dtype=reward.dtype, device=reward.device)
-
-
-def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")

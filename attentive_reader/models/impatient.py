@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
-from attentive_reader.models.base import ClozeReader, OptimizerName
 from attentive_reader.models.output import ReaderOutput
+from attentive_reader.models.parts import PairReader, build_readout
 from attentive_reader.nn.answer import AnswerLayerName
-from attentive_reader.nn.attention import SCORER_NAMES, ScorerName, build_scorer
-from attentive_reader.nn.encoders import RnnName, SequenceEncoder
+from attentive_reader.nn.attention import ScorerName, bf16_is_emulated, build_scorer
 from attentive_reader.nn.masking import masked_softmax
 
 
-class ImpatientReader(ClozeReader):
+class ImpatientReader(PairReader):
     """Attention recomputed for each query token, accumulating a document representation.
 
     ``y_d(t)`` are the bidirectional document states, ``y_q(i)`` the bidirectional query
@@ -40,68 +42,24 @@ class ImpatientReader(ClozeReader):
     all zeros, so ``r(|q|)`` is the state after each example's own last query token.
 
     Args:
-        vocab_size: number of token ids (linked from the data module).
-        num_entities: number of entity ids ``e`` (linked from the data module).
-        embedding_dim: word embedding size ``d``, shared by document and query.
-        hidden_dim: hidden size ``h`` of each direction of each encoder.
-        num_layers: stacked recurrent layers in each encoder.
-        dropout: dropout on the embeddings (and between stacked layers).
-        rnn: ``lstm`` or ``gru`` for both encoders.
+        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
+            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
         scorer: ``additive`` (the paper's), ``dot``, ``cosine`` or ``bilinear``.
         attention_dim: hidden size of ``m(i, t)`` for the additive scorer (default ``2h``).
         answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer`` (the
             attention of each example's last query token, summed per entity).
-        query_match: add the bit "this token also occurs in the query / the context" to
-            every token's embedding (see ``ClozeReader``).
-        word_vectors: optional GloVe-format file to initialise the embeddings.
-        optimizer: ``sgd``, ``adam`` or ``rmsprop``.
-        lr: its learning rate (``None``: the optimiser's default, see ``ClozeReader``).
-        weight_decay: L2 penalty.
-        optimizer_options: further optimiser arguments (see ``ClozeReader``).
     """
 
     def __init__(
         self,
-        vocab_size: int,
-        num_entities: int,
-        embedding_dim: int = 100,
-        hidden_dim: int = 128,
-        num_layers: int = 1,
-        dropout: float = 0.2,
-        rnn: RnnName = "lstm",
+        *,
         scorer: ScorerName = "additive",
         attention_dim: int | None = None,
         answer_layer: AnswerLayerName = "tied",
-        query_match: bool = False,
-        word_vectors: str | None = None,
-        optimizer: OptimizerName = "adam",
-        lr: float | None = None,
-        weight_decay: float = 0.0,
-        optimizer_options: dict[str, float] | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            vocab_size,
-            num_entities,
-            embedding_dim=embedding_dim,
-            query_match=query_match,
-            word_vectors=word_vectors,
-            optimizer=optimizer,
-            lr=lr,
-            weight_decay=weight_decay,
-            optimizer_options=optimizer_options,
-        )
-        if scorer not in SCORER_NAMES:
-            raise ValueError(f"scorer must be one of {', '.join(SCORER_NAMES)}, got {scorer!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        self.dropout = nn.Dropout(dropout)
-        self.document_encoder = SequenceEncoder(
-            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
-        self.query_encoder = SequenceEncoder(
-            self.input_dim, hidden_dim, num_layers=num_layers, rnn=rnn, dropout=dropout
-        )
-        states = self.document_encoder.output_dim  # 2h
+        super().__init__(**options)
+        states = self.encoders.output_dim  # 2h
         if scorer == "additive":
             # W_q of the additive scorer acting on [r(i-1); y_q(i)] is [W_rm, W_qm].
             self.step_query = None
@@ -111,10 +69,8 @@ class ImpatientReader(ClozeReader):
             self.scorer = build_scorer(scorer, states, states)
         self.initial_read = nn.Parameter(torch.zeros(states))  # r(0)
         self.recurrent_proj = nn.Linear(states, states, bias=False)  # W_rr
-        self.build_answer_layer(answer_layer, states, ("output", "tied", "pointer"))
-        if answer_layer != "pointer":
-            self.read_proj = nn.Linear(states, states, bias=False)  # W_rg
-            self.query_proj = nn.Linear(states, states)  # W_qg (and the bias)
+        self.build_answer_layer(answer_layer, states)
+        self.readout = build_readout("paper", states, answer_layer)  # W_rg, W_qg
 
     def forward(self, batch: ClozeBatch) -> ReaderOutput:
         """Read a batch.
@@ -123,9 +79,32 @@ class ImpatientReader(ClozeReader):
             ``ReaderOutput`` with ``logits`` (b, e) and ``attention`` (b, m, n): row ``i`` is
             ``s(i)``; rows of padded query positions are all 0.
         """
-        document, query = self.embed(batch, self.dropout)  # (b, n, d'), (b, m, d')
-        y_d, _ = self.document_encoder(document, batch.context_mask)  # (b, n, 2h)
-        y_q, u = self.query_encoder(query, batch.query_mask)  # (b, m, 2h), (b, 2h)
+        encoded = self.encode(batch)
+        y_d, y_q, u = encoded.document, encoded.query, encoded.query_final  # (b, n|m, 2h), (b, 2h)
+        if bf16_is_emulated(y_d):
+            with torch.autocast("cpu", enabled=False):
+                steps = self.read_steps(y_d.float(), y_q.float(), batch)
+        else:
+            steps = self.read_steps(y_d, y_q, batch)
+        r, attention = steps.read, steps.attention  # (b, 2h), (b, m, n)
+        if self.readout is None:  # answer_layer="pointer"
+            logits = self.answer_scores(batch, token_scores=steps.last_scores)  # (b, e)
+            return ReaderOutput(logits=logits, attention=attention)
+        g = self.readout(r, u)  # (b, 2h)
+        logits = self.answer_scores(batch, g=g, weights=steps.last_weights)  # (b, e)
+        return ReaderOutput(logits=logits, attention=attention)
+
+    def read_steps(self, y_d: Tensor, y_q: Tensor, batch: ClozeBatch) -> ImpatientSteps:
+        """The reading over the query tokens: ``r(i)`` and ``s(i)`` for ``i = 1..m``.
+
+        Args:
+            y_d: document states (b, n, 2h).
+            y_q: query states (b, m, 2h).
+            batch: the batch read (its masks).
+        """
+        # The keys' side of every step's scores (W_dm y_d(t) for the additive scorer) does
+        # not depend on the step: project it once, score each step's query against it.
+        keys = self.scorer.prepare(y_d)  # (b, n, a | 2h)
         r = self.initial_read.to(y_d.dtype).expand(y_d.shape[0], -1)  # (b, 2h)
         last_scores = y_d.new_zeros(y_d.shape[:2])  # (b, n) scores of the last real step
         last_weights = y_d.new_zeros(y_d.shape[:2])  # (b, n) its attention
@@ -137,7 +116,7 @@ class ImpatientReader(ClozeReader):
                 step_query = self.step_query(step_query)  # (b, 2h)
             # Masking the whole row of a padded step gives it all-zero weights.
             mask = batch.context_mask & step.unsqueeze(-1)  # (b, n)
-            scores = self.scorer.score(y_d, step_query)  # (b, n)
+            scores = self.scorer.score_prepared(keys, step_query)  # (b, n)
             s = masked_softmax(scores, mask)  # (b, n)
             last_scores = torch.where(step.unsqueeze(-1), scores, last_scores)  # (b, n)
             last_weights = torch.where(step.unsqueeze(-1), s, last_weights)  # (b, n)
@@ -146,10 +125,26 @@ class ImpatientReader(ClozeReader):
             )  # (b, 2h)
             r = torch.where(step.unsqueeze(-1), r_next, r)  # (b, 2h)
             attention.append(s)
-        attention = torch.stack(attention, dim=1)  # (b, m, n)
-        if self.answer_layer == "pointer":
-            logits = self.answer_scores(batch, token_scores=last_scores)  # (b, e)
-            return ReaderOutput(logits=logits, attention=attention)
-        g = torch.tanh(self.read_proj(r) + self.query_proj(u))  # (b, 2h)
-        logits = self.answer_scores(batch, g=g, weights=last_weights)  # (b, e)
-        return ReaderOutput(logits=logits, attention=attention)
+        return ImpatientSteps(
+            read=r,
+            attention=torch.stack(attention, dim=1),  # (b, m, n)
+            last_scores=last_scores,
+            last_weights=last_weights,
+        )
+
+
+@dataclass
+class ImpatientSteps:
+    """What the Impatient Reader's query steps read.
+
+    Attributes:
+        read: ``r(|q|)``, the reading after each example's last real query token (b, 2h).
+        attention: ``s(i)`` for every query position (b, m, n); rows of padding are 0.
+        last_scores: the scores of each example's last real step (b, n).
+        last_weights: its attention ``s(|q|)`` (b, n).
+    """
+
+    read: Tensor
+    attention: Tensor
+    last_scores: Tensor
+    last_weights: Tensor

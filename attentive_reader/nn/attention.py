@@ -10,21 +10,41 @@ size, ``a`` the additive scorer's hidden size.
 
 Attention weights are ``masked_softmax(score, mask)`` over the keys: padding gets exactly 0
 and a row without real keys gets all zeros.
+
+"Project keys once, score many queries": a reader that scores several queries against the
+same keys (the Impatient Reader's query steps) calls ``prepared = scorer.prepare(keys)`` once
+and ``scorer.score_prepared(prepared, query)`` per query, or passes all queries at once as a
+(b, s, dq) tensor. ``prepare`` does the work that depends on the keys alone (the additive
+scorer's ``W_d y_d``, the cosine's key norms); ``score`` is ``score_prepared(prepare(keys),
+query)``, so both paths compute the same numbers.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attentive_reader.nn.masking import masked_softmax
 
 ScorerName = Literal["additive", "dot", "cosine", "bilinear"]
 SCORER_NAMES: tuple[str, ...] = get_args(ScorerName)
+
+
+@dataclass(frozen=True)
+class PreparedKeys:
+    """Keys as a scorer prepared them, to score any number of queries against.
+
+    Attributes:
+        keys: what the scorer reads for every query, (b, n, ·): the keys themselves (dot,
+            bilinear), their projection ``W_d y_d`` (b, n, a) (additive) or the keys scaled
+            to unit length (cosine).
+    """
+
+    keys: Tensor
 
 
 def _check_dim(name: str, value: int) -> None:
@@ -35,7 +55,8 @@ def _check_dim(name: str, value: int) -> None:
 class AttentionScorer(nn.Module):
     """Base class: scores every key against one query, then normalises with a masked softmax.
 
-    Subclasses implement :meth:`score` only.
+    Subclasses implement :meth:`score_prepared` and, when some work depends on the keys
+    alone, :meth:`prepare`.
 
     Args:
         key_dim: size ``dk`` of each key vector.
@@ -49,17 +70,33 @@ class AttentionScorer(nn.Module):
         self.key_dim = key_dim
         self.query_dim = query_dim
 
+    def prepare(self, keys: Tensor) -> PreparedKeys:
+        """The keys (b, n, dk) ready to be scored against many queries (default: as they are)."""
+        return PreparedKeys(keys)
+
+    def score_prepared(self, prepared: PreparedKeys, query: Tensor) -> Tensor:
+        """Unnormalised scores of prepared keys.
+
+        Args:
+            prepared: from :meth:`prepare`.
+            query: (b, dq), or (b, s, dq) for ``s`` queries at once.
+
+        Returns:
+            (b, n), or (b, s, n).
+        """
+        raise NotImplementedError
+
     def score(self, keys: Tensor, query: Tensor) -> Tensor:
         """Unnormalised scores.
 
         Args:
             keys: (b, n, dk).
-            query: (b, dq).
+            query: (b, dq), or (b, s, dq).
 
         Returns:
-            (b, n).
+            (b, n), or (b, s, n).
         """
-        raise NotImplementedError
+        return self.score_prepared(self.prepare(keys), query)
 
     def forward(self, keys: Tensor, query: Tensor, mask: Tensor) -> Tensor:
         """Attention weights over the keys.
@@ -92,9 +129,15 @@ class AdditiveScorer(AttentionScorer):
         self.query_proj = nn.Linear(query_dim, attention_dim, bias=False)  # W_q
         self.vector = nn.Linear(attention_dim, 1, bias=False)  # w
 
-    def score(self, keys: Tensor, query: Tensor) -> Tensor:
-        hidden = torch.tanh(self.key_proj(keys) + self.query_proj(query).unsqueeze(1))  # (b, n, a)
-        return self.vector(hidden).squeeze(-1)  # (b, n)
+    def prepare(self, keys: Tensor) -> PreparedKeys:
+        return PreparedKeys(self.key_proj(keys))  # W_d y_d: (b, n, a)
+
+    def score_prepared(self, prepared: PreparedKeys, query: Tensor) -> Tensor:
+        projected = self.query_proj(query).unsqueeze(-2)  # (b, 1, a) | (b, s, 1, a)
+        keys = prepared.keys if query.dim() == 2 else prepared.keys.unsqueeze(1)
+        # In place on the fresh sum: one (b, n, a) tensor per query instead of two.
+        hidden = (keys + projected).tanh_()  # (b, n, a) | (b, s, n, a)
+        return self.vector(hidden).squeeze(-1)  # (b, n) | (b, s, n)
 
 
 class DotScorer(AttentionScorer):
@@ -104,8 +147,8 @@ class DotScorer(AttentionScorer):
         super().__init__(key_dim, query_dim)
         _check_same_dims("dot", key_dim, query_dim)
 
-    def score(self, keys: Tensor, query: Tensor) -> Tensor:
-        return torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)  # (b, n)
+    def score_prepared(self, prepared: PreparedKeys, query: Tensor) -> Tensor:
+        return _dot(prepared.keys, query)  # (b, n) | (b, s, n)
 
 
 class CosineScorer(AttentionScorer):
@@ -124,9 +167,15 @@ class CosineScorer(AttentionScorer):
             raise ValueError(f"initial_scale must be positive, got {initial_scale}")
         self.log_scale = nn.Parameter(torch.tensor(math.log(initial_scale)))
 
-    def score(self, keys: Tensor, query: Tensor) -> Tensor:
-        cosine = F.cosine_similarity(keys, query.unsqueeze(1), dim=-1, eps=1e-8)  # (b, n)
-        return self.log_scale.exp() * cosine  # (b, n)
+    def prepare(self, keys: Tensor) -> PreparedKeys:
+        return PreparedKeys(_unit(keys))  # (b, n, dk)
+
+    def score_prepared(self, prepared: PreparedKeys, query: Tensor) -> Tensor:
+        # An element-wise product and a sum, as F.cosine_similarity computes it (same bits).
+        unit_query = _unit(query).unsqueeze(-2)  # (b, 1, dk) | (b, s, 1, dk)
+        keys = prepared.keys if query.dim() == 2 else prepared.keys.unsqueeze(1)
+        cosine = (keys * unit_query).sum(-1)  # (b, n) | (b, s, n)
+        return self.log_scale.exp() * cosine
 
 
 class BilinearScorer(AttentionScorer):
@@ -141,9 +190,35 @@ class BilinearScorer(AttentionScorer):
         super().__init__(key_dim, query_dim)
         self.weight = nn.Linear(query_dim, key_dim, bias=False)  # W: (dk, dq)
 
-    def score(self, keys: Tensor, query: Tensor) -> Tensor:
-        projected = self.weight(query)  # (b, dk)
-        return torch.bmm(keys, projected.unsqueeze(-1)).squeeze(-1)  # (b, n)
+    def score_prepared(self, prepared: PreparedKeys, query: Tensor) -> Tensor:
+        # W u rather than W^T y_d: one projection per query, none per key.
+        return _dot(prepared.keys, self.weight(query))  # (b, n) | (b, s, n)
+
+
+def bf16_is_emulated(tensor: Tensor) -> bool:
+    """Whether ``tensor`` is under CPU bf16 autocast on a CPU without bf16 instructions.
+
+    There oneDNN emulates bf16, and a loop of many small steps (the Impatient Reader's query
+    steps) runs several times slower than in float32; such loops run in float32 instead, as
+    the recurrent encoders do (``nn/encoders.py``).
+    """
+    if tensor.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
+        return False
+    if torch.get_autocast_dtype("cpu") != torch.bfloat16:
+        return False
+    return not torch.ops.mkldnn._is_mkldnn_bf16_supported()
+
+
+def _dot(keys: Tensor, query: Tensor) -> Tensor:
+    """``keys`` (b, n, d) dotted with ``query`` (b, d) -> (b, n), or (b, s, d) -> (b, s, n)."""
+    if query.dim() == 2:
+        return torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)  # (b, n)
+    return torch.bmm(query, keys.transpose(1, 2))  # (b, s, n)
+
+
+def _unit(vectors: Tensor, eps: float = 1e-8) -> Tensor:
+    """``vectors`` (..., d) scaled to unit length; zero vectors stay 0 (as in cosine_similarity)."""
+    return vectors / vectors.norm(dim=-1, keepdim=True).clamp_min(eps)
 
 
 def _check_same_dims(name: str, key_dim: int, query_dim: int) -> None:

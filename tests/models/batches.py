@@ -6,6 +6,8 @@ is token ``ENTITY_OFFSET + k``, words come after the entity block.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from attentive_reader.data.batching import ClozeBatch
@@ -121,3 +123,42 @@ def vocab_size_for_sentence_task(
 ) -> int:
     """The vocabulary size ``sentence_task_batch`` needs with these arguments."""
     return ENTITY_OFFSET + num_entities + num_keys + num_fillers
+
+
+def select(batch: ClozeBatch, rows: list[int]) -> ClozeBatch:
+    """The given examples, trimmed to their own longest context and query."""
+    n = int(batch.context_mask[rows].sum(1).max())
+    m = int(batch.query_mask[rows].sum(1).max())
+    return ClozeBatch(
+        context=batch.context[rows, :n],
+        context_mask=batch.context_mask[rows, :n],
+        query=batch.query[rows, :m],
+        query_mask=batch.query_mask[rows, :m],
+        candidates=batch.candidates[rows],
+        answer=batch.answer[rows],
+        ids=[batch.ids[i] for i in rows],
+        truncated=batch.truncated[rows],
+    )
+
+
+def relabel(batch: ClozeBatch, permutation: torch.Tensor) -> ClozeBatch:
+    """Entity ``k`` becomes entity ``permutation[k]`` everywhere in the batch (tokens,
+    candidates, answer); ``permutation`` covers the whole entity block."""
+    num_entities = len(permutation)
+
+    def ids(tokens: torch.Tensor) -> torch.Tensor:
+        k = tokens - ENTITY_OFFSET
+        entity = (k >= 0) & (k < num_entities)
+        return torch.where(
+            entity, ENTITY_OFFSET + permutation[k.clamp(0, num_entities - 1)], tokens
+        )
+
+    candidates = torch.zeros_like(batch.candidates)
+    candidates[:, permutation] = batch.candidates
+    return replace(
+        batch,
+        context=ids(batch.context),
+        query=ids(batch.query),
+        candidates=candidates,
+        answer=permutation[batch.answer],
+    )

@@ -1,7 +1,7 @@
 """The Gated-Attention Reader: the gate's maths by hand, masking, a training step.
 
-The answer-layer contract (every layer, candidate masking, permutation equivariance) runs over
-this reader from the registry of ``test_answer_layers.py``.
+The reader contract (every answer layer, candidate masking, permutation equivariance, ...)
+runs over this reader from the registry: ``test_contract.py``.
 """
 
 import math
@@ -13,8 +13,7 @@ import torch.nn.functional as F
 from attentive_reader.models import GatedAttentionReader
 from attentive_reader.models.gated import gated_attention, placeholder_states
 
-from .batches import random_batch
-from .test_readers import select
+from .batches import random_batch, select
 
 VOCAB, ENTITIES = 60, 10
 TINY = {"embedding_dim": 12, "hidden_dim": 12, "dropout": 0.0}
@@ -32,7 +31,7 @@ ATTENDED = torch.tensor([[[A1[0], 2 * A1[1]], [A2[0], 2 * A2[1]]]])
 
 def build(**options) -> GatedAttentionReader:
     torch.manual_seed(0)
-    return GatedAttentionReader(VOCAB, ENTITIES, **{**TINY, **options})
+    return GatedAttentionReader(vocab_size=VOCAB, num_entities=ENTITIES, **{**TINY, **options})
 
 
 def ones(b: int, n: int) -> torch.Tensor:

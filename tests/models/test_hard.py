@@ -25,19 +25,12 @@ CONFIG = ROOT / "configs" / "hard_attention_reader.yaml"
 VARIANCE_SCRIPT = ROOT / "scripts" / "policy_gradient_variance.py"
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny LSTMs gain nothing from threads; on a loaded 2-core machine extra threads
-    oversubscribe the cores and make these tests several times slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _reader(**overrides) -> HardAttentionReader:
     torch.manual_seed(0)
-    return HardAttentionReader(VOCAB, ENTITIES, **{**SMALL, **overrides})
+    return HardAttentionReader(vocab_size=VOCAB, num_entities=ENTITIES, **{**SMALL, **overrides})
 
 
 class _Recorder:
@@ -248,7 +241,12 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
     data = ClozeDataModule(str(path), batch_size=16, num_entities=8)
     data.setup("fit")
     model = HardAttentionReader(
-        data.vocab_size, data.num_entities, **SMALL, k=2, baseline="ema", eval_mode="sample"
+        vocab_size=data.vocab_size,
+        num_entities=data.num_entities,
+        **SMALL,
+        k=2,
+        baseline="ema",
+        eval_mode="sample",
     )
     trainer = pl.Trainer(
         max_steps=3,
@@ -327,8 +325,8 @@ def test_learns_the_toy_task_and_beats_its_untrained_selection(
     data = ClozeDataModule(str(path), batch_size=32, num_entities=num_entities, seed=0)
     data.setup("fit")
     model = HardAttentionReader(
-        data.vocab_size,
-        data.num_entities,
+        vocab_size=data.vocab_size,
+        num_entities=data.num_entities,
         embedding_dim=32,
         hidden_dim=32,
         dropout=0.0,

@@ -103,3 +103,70 @@ def test_build_scorer_rejects_unknown_name_and_bad_sizes():
         build_scorer("mlp", 4, 4)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="key_dim"):
         build_scorer("bilinear", 0, 4)
+
+
+# --- "project keys once, score many queries" ---------------------------------------------
+
+
+def step_by_step(scorer, keys, query):
+    """Each scorer's score as it was computed before the hook, one query (b, dq) at a time."""
+    if isinstance(scorer, AdditiveScorer):
+        hidden = torch.tanh(scorer.key_proj(keys) + scorer.query_proj(query).unsqueeze(1))
+        return scorer.vector(hidden).squeeze(-1)
+    if isinstance(scorer, DotScorer):
+        return torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)
+    if isinstance(scorer, CosineScorer):
+        cosine = torch.nn.functional.cosine_similarity(keys, query.unsqueeze(1), dim=-1, eps=1e-8)
+        return scorer.log_scale.exp() * cosine
+    return torch.bmm(keys, scorer.weight(query).unsqueeze(-1)).squeeze(-1)
+
+
+@pytest.mark.parametrize("name", SCORER_NAMES)
+@pytest.mark.parametrize("stacked", [False, True], ids=["one-query-at-a-time", "stacked"])
+def test_prepared_keys_give_the_step_by_step_values_and_gradients(name, stacked):
+    torch.manual_seed(0)
+    scorer = build_scorer(name, key_dim=4, query_dim=4, attention_dim=3)
+    keys = torch.randn(2, 5, 4, requires_grad=True)
+    queries = torch.randn(2, 3, 4, requires_grad=True)  # 3 queries per example
+    upstream = torch.randn(2, 3, 5)
+    inputs = [keys, queries, *scorer.parameters()]
+
+    expected = torch.stack([step_by_step(scorer, keys, queries[:, i]) for i in range(3)], 1)
+    expected_grads = torch.autograd.grad((expected * upstream).sum(), inputs)
+
+    prepared = scorer.prepare(keys)  # once
+    if stacked:
+        scores = scorer.score_prepared(prepared, queries)  # (b, s, n)
+    else:
+        scores = torch.stack([scorer.score_prepared(prepared, queries[:, i]) for i in range(3)], 1)
+    grads = torch.autograd.grad((scores * upstream).sum(), inputs)
+
+    assert scores.shape == (2, 3, 5)
+    if stacked:  # a batched product may sum in another order
+        assert torch.allclose(scores, expected, atol=1e-6)
+    else:
+        assert torch.equal(scores, expected)
+    for grad, expected_grad in zip(grads, expected_grads):
+        assert torch.allclose(grad, expected_grad, atol=1e-6)
+    # score(keys, q) is the prepared path, so the single-query API agrees too.
+    assert torch.equal(scorer.score(keys, queries[:, 0]), expected[:, 0])
+
+
+def test_prepare_projects_the_keys_once():
+    """The additive scorer's W_d runs in prepare only: scoring more queries does not call it."""
+    scorer = AdditiveScorer(key_dim=4, query_dim=4, attention_dim=3)
+    calls = []
+    scorer.key_proj.register_forward_hook(lambda *_: calls.append(1))
+    prepared = scorer.prepare(torch.randn(2, 5, 4))
+    for _ in range(4):
+        scorer.score_prepared(prepared, torch.randn(2, 4))
+    assert len(calls) == 1
+
+
+def test_cosine_prepared_keys_are_unit_vectors_and_zero_keys_score_zero():
+    scorer = CosineScorer(2, 2)
+    keys = torch.tensor([[[3.0, 4.0], [0.0, 0.0]]])
+    prepared = scorer.prepare(keys)
+    assert torch.allclose(prepared.keys, torch.tensor([[[0.6, 0.8], [0.0, 0.0]]]))
+    scores = scorer.score_prepared(prepared, torch.tensor([[[0.0, 2.0], [1.0, 0.0]]]))
+    assert torch.allclose(scores, torch.tensor([[[8.0, 0.0], [6.0, 0.0]]]), atol=1e-5)

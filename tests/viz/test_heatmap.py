@@ -287,7 +287,12 @@ def test_soft_reader_weights_in_the_sidecar_sum_to_one(tmp_path):
     data = write_toy_dataset(tmp_path / "toy", num_train=6, num_validation=2, num_test=6)
     datamodule = ClozeDataModule(str(data), num_entities=8)
     torch.manual_seed(0)
-    reader = AttentiveReader(datamodule.vocab_size, datamodule.num_entities, 8, hidden_dim=8)
+    reader = AttentiveReader(
+        vocab_size=datamodule.vocab_size,
+        num_entities=datamodule.num_entities,
+        embedding_dim=8,
+        hidden_dim=8,
+    )
     rows = {r["id"]: ClozeExample.from_row(r) for r in datamodule.examples("test")}
     lengths = set()
     for batch, output in iterate_predictions(reader, datamodule, "test", batch_size=6):
