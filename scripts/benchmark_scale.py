@@ -276,8 +276,8 @@ def run_answer(data: Path, vocab: Path, settings, rounds: int, device: str, say)
         for name in layers:
             torch.manual_seed(0)
             reader = AttentiveReader(
-                datamodule.vocab_size,
-                datamodule.num_entities,
+                vocab_size=datamodule.vocab_size,
+                num_entities=datamodule.num_entities,
                 embedding_dim=settings.embedding_dim,
                 hidden_dim=settings.hidden_dim,
                 scorer="bilinear",

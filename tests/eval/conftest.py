@@ -21,7 +21,11 @@ def _fit_one_step(reader_class, datamodule, path: Path, **options) -> Path:
     import pytorch_lightning as pl
 
     reader = reader_class(
-        datamodule.vocab_size, datamodule.num_entities, embedding_dim=8, hidden_dim=8, **options
+        vocab_size=datamodule.vocab_size,
+        num_entities=datamodule.num_entities,
+        embedding_dim=8,
+        hidden_dim=8,
+        **options,
     )
     trainer = pl.Trainer(
         max_steps=1,

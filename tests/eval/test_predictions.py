@@ -34,7 +34,9 @@ def alone(batch: ClozeBatch, i: int) -> ClozeBatch:
 )
 def test_records_are_the_examples_read_alone(reader_class):
     torch.manual_seed(0)
-    reader = reader_class(VOCAB, ENTITIES, embedding_dim=8, hidden_dim=8).eval()
+    reader = reader_class(
+        vocab_size=VOCAB, num_entities=ENTITIES, embedding_dim=8, hidden_dim=8
+    ).eval()
     batch = random_batch(num_examples=6, vocab_size=VOCAB, num_entities=ENTITIES, seed=3)
     with torch.no_grad():
         prediction = reader.predict_step(batch, 0)
@@ -64,7 +66,9 @@ def test_records_are_the_examples_read_alone(reader_class):
 
 def test_extras_are_carried_and_moved_to_the_cpu():
     torch.manual_seed(0)
-    reader = GatedAttentionReader(VOCAB, ENTITIES, num_hops=2, embedding_dim=8, hidden_dim=8)
+    reader = GatedAttentionReader(
+        vocab_size=VOCAB, num_entities=ENTITIES, num_hops=2, embedding_dim=8, hidden_dim=8
+    )
     batch = random_batch(num_examples=3, vocab_size=VOCAB, num_entities=ENTITIES)
     with torch.no_grad():
         prediction = reader.eval().predict_step(batch, 0)
