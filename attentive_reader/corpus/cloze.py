@@ -51,8 +51,8 @@ from attentive_reader.corpus.entities import (
     alias_table,
     find_aliases,
     find_mentions,
-    group_mentions,
 )
+from attentive_reader.corpus.grouping import group_mentions
 from attentive_reader.corpus.records import (
     ClozeExample,
     Skip,
