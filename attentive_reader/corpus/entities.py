@@ -252,7 +252,9 @@ def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
     return result
 
 
-def _initials(words: Sequence[str]) -> str:
+def initials_of(words: Sequence[str]) -> str:
+    """The first letters of the words that count in an acronym ("FBI" of "Federal Bureau of
+    Investigation")."""
     return "".join(w[0] for w in words if w.lower() not in _ACRONYM_SKIP and w[:1].isalpha())
 
 
@@ -329,7 +331,7 @@ def alias_table(entities: Sequence[Entity]) -> dict[Key, Alias]:
                 and len(key) >= 2
                 and all(w[:1].isupper() for w in words if w.lower() not in _ACRONYM_SKIP)
             ):
-                initials = _initials(words)
+                initials = initials_of(words)
                 if len(initials) >= 2:
                     forms.add((initials.lower(),))
             for form in forms:

@@ -41,7 +41,7 @@ from attentive_reader.corpus.entities import (
     Entity,
     Key,
     Mention,
-    _initials,
+    initials_of,
     is_prefixed,
 )
 from attentive_reader.corpus.names import HYPHENS, canonical_form, form_key, is_place
@@ -303,7 +303,7 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
                         group_of[longer]
                         for longer in group_of
                         if len(longer) >= 2
-                        and _initials(words.get(longer, longer)).upper() == word
+                        and initials_of(words.get(longer, longer)).upper() == word
                         and not is_prefixed(longer)
                     }
                 )
