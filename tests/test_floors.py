@@ -2,9 +2,10 @@
 
 From the ground up: the utilities (errors, faults, locks) -> ``corpus``, ``nn``, ``data`` ->
 ``models`` -> ``eval``, ``viz`` -> the library API (``training``, ``api``, ``api_prepare``,
-``serve``) -> ``demo`` -> ``commands`` -> ``cli``. An import (at the top of a module or inside a function) never runs
-up a floor; no command imports another; modules do not import each other in a cycle; ``corpus``
-never imports torch; only ``viz/callback.py`` of the viz modules loads Lightning.
+``serve``) -> ``demo`` -> ``commands`` -> ``cli``. An import (at the top of a module or inside
+a function) never runs up a floor; no command imports another; modules do not import each
+other in a cycle; ``corpus`` never imports torch; only ``viz/callback.py`` of the viz modules
+loads Lightning.
 """
 
 from __future__ import annotations
