@@ -238,7 +238,7 @@ class _Pipeline:
     Attributes:
         nlp: the loaded pipeline.
         model: the model's identity (part of the run key).
-        info: the pipeline's name and version (``entities.pipeline_info``) for the manifest.
+        info: the pipeline's name and version (``pipeline.pipeline_info``) for the manifest.
     """
 
     nlp: Language | None = None

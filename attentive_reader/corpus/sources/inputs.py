@@ -69,7 +69,7 @@ def _looks_like_path(input: str) -> bool:
 
 
 def detect_kind(input: str) -> InputKind:
-    """What kind of input ``input`` is (see the module docstring).
+    """What kind of input ``input`` is (see ``corpus.sources``).
 
     A directory is ``questions`` when it holds ``.question`` files and ``stories`` when it
     holds ``.story`` files (searched recursively). A local file is classified by its suffix.
