@@ -41,6 +41,7 @@ from attentive_reader.corpus.names import (
 from attentive_reader.corpus.pipeline import (  # noqa: F401
     DEFAULT_MODELS,
     EXCLUDED_COMPONENTS,
+    GLUED_PARENTHESIS,
     INSTALL_HINT,
     load_pipeline,
     pipeline_info,
@@ -407,3 +408,26 @@ def find_aliases(
         (positions[s], positions[e - 1] + 1, entity)
         for s, e, entity in match_aliases(words, table, blocked_words)
     ]
+
+
+# Grouping moved to corpus.grouping (which imports this module); its names stay importable
+# from here, looked up on first use so that the two modules do not import each other.
+_MOVED_TO_GROUPING = frozenset(
+    {
+        "FEMALE_TITLES",
+        "GROUPING_RULES_VERSION",
+        "MALE_TITLES",
+        "TITLES",
+        "canonical_key",
+        "group_mentions",
+        "grouping_info",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    if name in _MOVED_TO_GROUPING:
+        from attentive_reader.corpus import grouping
+
+        return getattr(grouping, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
