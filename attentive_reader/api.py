@@ -15,6 +15,8 @@ same pipeline, and ``Reader.answer(document, query)``:
 3. encodes the example with the checkpoint's vocabulary and reads the reader's ranked
    candidates, attention and (hard attention) selected positions.
 
+Steps 1 and 2, and loading the recorded pipeline, are ``attentive_reader.api_prepare``.
+
 Example::
 
     from attentive_reader import Reader
@@ -27,28 +29,28 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import re
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import spacy
 import torch
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from attentive_reader.corpus.anonymize import EntitySpan, anonymize
-from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
-from attentive_reader.corpus.entities import (
-    DEFAULT_LABELS,
-    find_mentions,
-    load_pipeline,
-    pipeline_info,
+from attentive_reader.api_prepare import BLANK as BLANK  # re-exported: importable from here
+from attentive_reader.api_prepare import (
+    ParsedQuery,
+    cloze_example,
+    cut_document,
+    document_text,
+    load_nlp,
+    parse_query,
 )
-from attentive_reader.corpus.records import PLACEHOLDER, ClozeExample, Skip, Story, entity_index
-from attentive_reader.corpus.sources import parse_story
+from attentive_reader.api_prepare import PipelineWarning as PipelineWarning  # re-exported
+from attentive_reader.corpus.cloze import ClozeOptions
+from attentive_reader.corpus.entities import DEFAULT_LABELS
+from attentive_reader.corpus.records import PLACEHOLDER, ClozeExample, entity_index
 from attentive_reader.data.batching import EncodedExample, collate
 from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
 from attentive_reader.errors import UserError
@@ -57,16 +59,7 @@ from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.loading import load_reader
 from attentive_reader.viz.heatmap import HeatmapExample, heatmap_examples
 
-# How a query may write its one blank: the DeepMind marker, three or more underscores, XXX.
-BLANK = re.compile(r"@placeholder|_{3,}|\bXXX\b")
-# The blank's token while the query goes through make_examples: never in tokenized text
-# (a NUL byte cannot be typed into a query; ``parse_query`` refuses one).
-_SENTINEL = "\x00blank\x00"
 OnError = Literal["raise", "return"]
-
-
-class PipelineWarning(UserWarning):
-    """The installed spaCy pipeline or the options differ from the training data's."""
 
 
 @dataclass(frozen=True)
@@ -156,73 +149,6 @@ class Answer:
 
 
 @dataclass(frozen=True)
-class ParsedQuery:
-    """A query split at its one blank.
-
-    Attributes:
-        text: the query as given.
-        before: the text before the blank.
-        after: the text after it.
-    """
-
-    text: str
-    before: str
-    after: str
-
-    def filled(self, name: str) -> str:
-        """The query with ``name`` in the blank."""
-        return f"{self.before}{name}{self.after}"
-
-
-def parse_query(query: str) -> ParsedQuery:
-    """Find the one blank (``@placeholder``, ``___`` or ``XXX``) of a query.
-
-    Raises:
-        UserError: no blank, more than one, or an empty query.
-    """
-    if not isinstance(query, str) or not query.strip():
-        raise UserError("the query is empty: write a sentence with one blank (@placeholder)")
-    if "\x00" in query:
-        raise UserError("the query holds a NUL character; remove it")
-    blanks = list(BLANK.finditer(query))
-    if not blanks:
-        raise UserError(
-            f"the query {_short(query)!r} has no blank: write @placeholder (or ___ or XXX) "
-            "where the answer goes"
-        )
-    if len(blanks) > 1:
-        shown = ", ".join(repr(b.group()) for b in blanks)
-        raise UserError(
-            f"the query {_short(query)!r} has {len(blanks)} blanks ({shown}); a cloze query "
-            "has exactly one"
-        )
-    blank = blanks[0]
-    return ParsedQuery(query, query[: blank.start()], query[blank.end() :])
-
-
-def document_text(document: str) -> str:
-    """The article of a document: a ``.story`` text loses its ``@highlight`` blocks.
-
-    Raises:
-        UserError: an empty document, or a ``.story`` text with no article before its
-            highlights.
-    """
-    if not isinstance(document, str) or not document.strip():
-        raise UserError("the document is empty: give the article's text")
-    if re.search(r"^\s*@highlight\s*$", document, flags=re.MULTILINE):
-        # parse_story wants highlight text after the markers; they are dropped anyway.
-        story = parse_story(document + "\n@highlight\nx", story_id="document", source="document")
-        if isinstance(story, Skip):
-            raise UserError(f"the document is a .story text with {story.detail}")
-        return story.article
-    return document
-
-
-def _short(text: str, size: int = 60) -> str:
-    return text if len(text) <= size else text[: size - 3] + "..."
-
-
-@dataclass(frozen=True)
 class _Prepared:
     """A question anonymized and encoded, ready for the reader."""
 
@@ -240,7 +166,7 @@ class Reader:
     Args:
         model: the reader, in eval mode.
         vocab: its vocabulary (from the checkpoint).
-        nlp: the spaCy NER pipeline (``corpus.entities.load_pipeline``).
+        nlp: the spaCy NER pipeline (``corpus.pipeline.load_pipeline``).
         options: how stories become cloze examples (labels, lowercasing, the document cap).
         max_encoded_tokens: the data module's cap on the anonymized context (``None``: none).
         pipeline: the checkpoint's preprocessing identity (``None`` for old checkpoints).
@@ -320,7 +246,7 @@ class Reader:
         vocab = Vocabulary.from_dict(state["vocab"])
         pipeline = state.get("pipeline")
         arguments = checkpoint.get("datamodule_hyper_parameters") or {}
-        nlp = _load_nlp(path, pipeline, spacy_model, warn or _warn)
+        nlp = load_nlp(path, pipeline, spacy_model, warn)
         if pipeline is None:
             options = ClozeOptions()
         else:
@@ -402,7 +328,9 @@ class Reader:
         for document, query in pairs:
             try:
                 parsed = parse_query(query)
-                staged.append((parsed, *self._cut(document_text(document))))
+                article = document_text(document)
+                cap = self.options.max_context_tokens
+                staged.append((parsed, *cut_document(self.nlp, article, cap)))
             except UserError as error:
                 staged.append(error)
         docs: Iterator[Doc] = self.nlp.pipe(
@@ -416,84 +344,11 @@ class Reader:
                 continue
             parsed, _, notices = item
             try:
-                example = self._example(next(docs), parsed, f"q{number}")
+                example = cloze_example(self.nlp, next(docs), parsed, f"q{number}", self._cloze)
                 out.append(_Prepared(example, self._encode(example), parsed, notices))
             except UserError as error:
                 out.append(error)
         return out
-
-    def _cut(self, article: str) -> tuple[Doc, tuple[str, ...]]:
-        """The article's tokenizer Doc, cut to the training data's context cap."""
-        doc = self.nlp.make_doc(article)
-        cap = self.options.max_context_tokens
-        length = count_tokens(doc)
-        if cap is None or length <= cap:
-            return doc, ()
-        words = [t.i for t in doc if not t.is_space]
-        doc = doc[: words[cap - 1] + 1].as_doc()
-        return doc, (
-            f"the document has {length} tokens, over the {cap}-token context cap of the "
-            f"training data (longer stories were left out of it): only its first {cap} "
-            "tokens were read",
-        )
-
-    def _example(self, article_doc: Doc, parsed: ParsedQuery, key: str) -> ClozeExample:
-        """The cloze example of a document (after NER) and a query, as ``preprocess`` makes
-        it: the query is a highlight whose blank is a token that is no name."""
-        query_doc = _query_doc(self.nlp, parsed)
-        mentions = find_mentions(article_doc, self.options.labels)
-        if not mentions:
-            raise UserError(
-                "the document has no entity (no name labelled "
-                f"{', '.join(self.options.labels)} by the NER pipeline); a reader answers "
-                "with one of the document's entities"
-            )
-        # A second highlight that surely names an entity, in case the query names none:
-        # its example gives the context, candidates and entity map.
-        first = mentions[0]
-        probes = [
-            Doc(self.nlp.vocab, words=[t.text for t in article_doc[first.start : first.end]]),
-            article_doc,
-        ]
-        sentinel = _SENTINEL.lower() if self.options.lowercase else _SENTINEL
-        for probe in probes:
-            story = Story(id=key, article=article_doc.text, highlights=("query", "probe"))
-            made = make_examples(story, article_doc, [query_doc, probe], self._cloze)
-            if isinstance(made, Skip):
-                if made.reason == "no_entities":
-                    raise UserError(f"the document has no entity: {made.detail}")
-                continue
-            from_query = [e for e in made if e.id.startswith(f"{key}_0_")]
-            if from_query:
-                # The query's other names made these examples: in the first, put the name
-                # back where its @placeholder is and the @placeholder where the blank is.
-                made_query = from_query[0]
-                query = list(made_query.query)
-                query[query.index(PLACEHOLDER)] = made_query.answer
-                query[query.index(sentinel)] = PLACEHOLDER
-                entities = made_query.entities
-            else:
-                # The query names no entity: only its blank becomes a marker.
-                blank = [t.i for t in query_doc if t.text == _SENTINEL][0]
-                query = anonymize(
-                    [t.text for t in query_doc],
-                    [EntitySpan(blank, blank + 1, -1)],
-                    {-1: PLACEHOLDER},
-                    lowercase=self.options.lowercase,
-                    placeholder=0,
-                )
-                entities = made[0].entities
-            context = made[0].context
-            return ClozeExample(
-                id=key,
-                story_id=key,
-                context=context,
-                query=tuple(query),
-                answer=made[0].candidates[0],
-                candidates=made[0].candidates,
-                entities={m: n for m, n in entities.items() if m in context or m in query},
-            )
-        raise UserError("the document's entities could not be matched again; please report it")
 
     def _encode(self, example: ClozeExample) -> EncodedExample:
         """The example as ids (``UserError`` when its entities overflow the answer space)."""
@@ -579,22 +434,6 @@ class Reader:
         return answers
 
 
-def _query_doc(nlp: Language, parsed: ParsedQuery) -> Doc:
-    """The query tokenized as a highlight, its blank one token that is no name.
-
-    The text on each side of the blank is tokenized on its own, so the blank's neighbours
-    are tokenized as they are around a name (``@placeholder's`` -> blank, ``'s``).
-    """
-    before = nlp.make_doc(parsed.before.rstrip())
-    after = nlp.make_doc(parsed.after.lstrip())
-    words = [t.text for t in before] + [_SENTINEL] + [t.text for t in after]
-    spaces = [bool(t.whitespace_) for t in before] + [parsed.after[:1].isspace()]
-    spaces += [bool(t.whitespace_) for t in after]
-    if len(before):
-        spaces[len(before) - 1] = parsed.before[-1:].isspace()
-    return Doc(nlp.vocab, words=words, spaces=spaces)
-
-
 def _datamodule_state(checkpoint: dict) -> dict | None:
     """The ``ClozeDataModule`` state a checkpoint holds (vocabulary, pipeline), or ``None``."""
     states = [checkpoint.get("ClozeDataModule"), *checkpoint.values()]
@@ -602,53 +441,3 @@ def _datamodule_state(checkpoint: dict) -> dict | None:
         if isinstance(state, dict) and isinstance(state.get("vocab"), dict):
             return state
     return None
-
-
-def _installed(name: str) -> bool:
-    return Path(name).is_dir() or spacy.util.is_package(name)
-
-
-def _warn(message: str) -> None:
-    warnings.warn(message, PipelineWarning, stacklevel=4)
-
-
-def _load_nlp(
-    path: Path, pipeline: dict | None, spacy_model: str | None, warn: Callable[[str], None]
-) -> Language:
-    """The NER pipeline for a checkpoint: ``spacy_model`` or the recorded one."""
-    recorded = None if pipeline is None else pipeline.get("spacy")
-    if spacy_model is None:
-        if pipeline is not None and recorded is None:
-            raise UserError(
-                f"{path} was trained on DeepMind .question data, which records no spaCy "
-                "pipeline: name the one to anonymize documents with, --spacy-model NAME "
-                "(e.g. en_core_web_sm)"
-            )
-        if pipeline is not None:
-            assert recorded is not None
-            name = pipeline.get("spacy_model") or recorded["name"]
-            if not _installed(name):
-                raise UserError(
-                    f"the spaCy pipeline {recorded['name']} {recorded['version']} that "
-                    f"preprocessed {path}'s training data is not installed: install it "
-                    f"(python -m spacy download {recorded['name']}, or pip install "
-                    f"{recorded['name'].replace('_', '-')}=={recorded['version']}) or name "
-                    "another with --spacy-model"
-                )
-            spacy_model = name
-    if pipeline is None:
-        warn(
-            f"{path} records no preprocessing identity (trained before it was recorded): "
-            "using the default options of preprocess"
-            + ("" if spacy_model else " and the installed default spaCy pipeline")
-        )
-    nlp = load_pipeline(spacy_model)
-    if recorded is not None:
-        info = pipeline_info(nlp)
-        if (info["name"], info["version"]) != (recorded["name"], recorded["version"]):
-            warn(
-                f"the spaCy pipeline {info['name']} {info['version']} differs from the one "
-                f"that preprocessed the training data ({recorded['name']} "
-                f"{recorded['version']}): entities may be found differently"
-            )
-    return nlp

@@ -121,7 +121,7 @@ def _prepare_out_dir(out: Path) -> None:
 
 def _ner_model(options: DemoOptions, ruler_dir: Path, console: Console) -> str:
     """The spaCy pipeline to preprocess with (name or directory)."""
-    from attentive_reader.corpus.entities import resolve_model
+    from attentive_reader.corpus.pipeline import resolve_model
 
     if options.spacy_model == "ruler":
         return str(ruler_dir)

@@ -66,12 +66,8 @@ def _blanked_highlights(trained, reader, split="test"):
     for every example of ``split``: the mention is found as preprocessing found it."""
     import datasets
 
-    from attentive_reader.corpus.entities import (
-        alias_table,
-        find_aliases,
-        find_mentions,
-        group_mentions,
-    )
+    from attentive_reader.corpus.entities import alias_table, find_aliases, find_mentions
+    from attentive_reader.corpus.grouping import group_mentions
     from attentive_reader.corpus.records import ClozeExample
     from attentive_reader.corpus.sources import parse_story
 

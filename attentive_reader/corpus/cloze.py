@@ -6,8 +6,8 @@ For one story, ``make_examples``:
    ``max_context_tokens`` tokens, counted as spaCy tokens of the raw article without
    whitespace tokens, i.e. *before* anonymization (so the cap depends on the tokenizer only
    and a driver may apply it before running NER);
-2. finds the article's entities (``entities.find_mentions`` + ``group_mentions``), or skips
-   the story (``"no_entities"``) when there is none. Their names found elsewhere in the
+2. finds the article's entities (``entities.find_mentions`` + ``grouping.group_mentions``),
+   or skips the story (``"no_entities"``) when there is none. Their names found elsewhere in the
    article where NER missed them (``entities.find_aliases``, the same matching as for
    highlights in 3) are mentions too, so a name is anonymized everywhere. Markers follow
    the first occurrence in the article, and the context is the anonymized article;
@@ -51,8 +51,8 @@ from attentive_reader.corpus.entities import (
     alias_table,
     find_aliases,
     find_mentions,
-    group_mentions,
 )
+from attentive_reader.corpus.grouping import group_mentions
 from attentive_reader.corpus.records import (
     ClozeExample,
     Skip,

@@ -233,7 +233,7 @@ def build_manifest(
     """The manifest of a run (``partial`` describes the shards of a ``--num-shards`` part).
 
     ``grouping`` records the entity grouping rules' version and the name tables
-    (``entities.grouping_info``); ``None`` in manifests of datasets made before it existed.
+    (``grouping.grouping_info``); ``None`` in manifests of datasets made before it existed.
     """
     manifest = {
         "format": MANIFEST_FORMAT,

@@ -16,7 +16,7 @@ class PreprocessOptions:
 
     Attributes:
         spacy_model: spaCy pipeline name or directory (``nlp.to_disk``); ``None`` picks an
-            installed default (``entities.resolve_model``).
+            installed default (``pipeline.resolve_model``).
         labels: NER labels that count as entities.
         lowercase: lowercase context and query words (markers never are).
         max_context_tokens: skip stories whose article has more tokens; ``None``: no cap.

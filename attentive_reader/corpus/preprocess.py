@@ -54,13 +54,7 @@ from spacy.language import Language
 
 from attentive_reader import __version__
 from attentive_reader.corpus.console import Estimate, progress_bar
-from attentive_reader.corpus.entities import (
-    GROUPING_RULES_VERSION,
-    grouping_info,
-    load_pipeline,
-    pipeline_info,
-    resolve_model,
-)
+from attentive_reader.corpus.grouping import GROUPING_RULES_VERSION, grouping_info
 from attentive_reader.corpus.manifest import (
     MANIFEST_NAME,
     ShardCounts,
@@ -79,6 +73,7 @@ from attentive_reader.corpus.outdir import (
     read_parts,
     run_state,
 )
+from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info, resolve_model
 from attentive_reader.corpus.records import CLOZE_FEATURES, SPLITS
 from attentive_reader.corpus.shards import (
     SHARD_SCHEMA,
@@ -243,7 +238,7 @@ class _Pipeline:
     Attributes:
         nlp: the loaded pipeline.
         model: the model's identity (part of the run key).
-        info: the pipeline's name and version (``entities.pipeline_info``) for the manifest.
+        info: the pipeline's name and version (``pipeline.pipeline_info``) for the manifest.
     """
 
     nlp: Language | None = None

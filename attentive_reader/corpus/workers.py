@@ -22,8 +22,8 @@ from concurrent.futures.process import BrokenProcessPool
 
 from spacy.language import Language
 
-from attentive_reader.corpus.entities import load_pipeline
 from attentive_reader.corpus.manifest import ShardCounts
+from attentive_reader.corpus.pipeline import load_pipeline
 from attentive_reader.corpus.shards import ShardTask, process_shard
 from attentive_reader.errors import UserError
 from attentive_reader.faults import is_write_fault

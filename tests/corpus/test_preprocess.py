@@ -399,7 +399,7 @@ def _shard_task(corpus: Path, tmp_path: Path, model: str):
 
 
 def test_the_pool_gives_what_one_process_gives_and_says_when_a_worker_dies(corpus, model, tmp_path):
-    from attentive_reader.corpus.entities import load_pipeline
+    from attentive_reader.corpus.pipeline import load_pipeline
     from attentive_reader.corpus.shards import process_shard
     from attentive_reader.corpus.workers import ShardPool
 

@@ -6,12 +6,12 @@ import datasets
 import huggingface_hub.constants
 import pytest
 
-from attentive_reader.corpus import sources
 from attentive_reader.corpus.records import Skip, Story, safe_id
 from attentive_reader.corpus.sources import (
     UrlLists,
     detect_kind,
     hash_split,
+    huggingface,
     iter_stories,
     parse_story,
     url_sha1,
@@ -349,7 +349,7 @@ def test_unreachable_hub_is_one_fast_line(monkeypatch):
 
 def test_hub_probe_fails_fast_without_calling_the_loader(monkeypatch):
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(sources, "hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(huggingface, "hub_reachable", lambda timeout=3.0: False)
 
     def never(*args, **kwargs):
         raise AssertionError("load_dataset must not be called when the hub is unreachable")

@@ -260,7 +260,7 @@ def test_ruler_pipeline_tags_exactly_the_written_names(corpus):
 
 
 def test_ruler_pipeline_loads_as_the_toolkit_ner_model(tmp_path):
-    from attentive_reader.corpus.entities import load_pipeline
+    from attentive_reader.corpus.pipeline import load_pipeline
 
     build_ruler_pipeline().to_disk(tmp_path / "ruler")
     nlp = load_pipeline(str(tmp_path / "ruler"))

@@ -160,7 +160,7 @@ def build_ruler_pipeline() -> Language:
     from spacy.pipeline import EntityRuler
 
     nlp = spacy.blank("en")
-    # Named "ner" so that the toolkit's NER-only loader (corpus.entities.load_pipeline)
+    # Named "ner" so that the toolkit's NER-only loader (corpus.pipeline.load_pipeline)
     # accepts it, e.g. saved with ``nlp.to_disk(DIR)`` and passed as ``--spacy-model DIR``.
     ruler = nlp.add_pipe("entity_ruler", name="ner")
     assert isinstance(ruler, EntityRuler)

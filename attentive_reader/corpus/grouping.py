@@ -1,0 +1,341 @@
+"""Grouping the mentions of one story into entities (coreference-lite).
+
+``group_mentions`` groups the mentions (``corpus.entities.find_mentions``) of one story on
+the mention's *key* (its lowercased tokens):
+
+1. Exact match: mentions with the same key are one entity, whatever their labels (the same
+   string always gets the same marker). "Obama" and "OBAMA" are one entity.
+2. Trailing sub-span: a shorter key that ends a longer key ("Obama" ends "Barack Obama",
+   "Barack Obama" ends "President Barack Obama") joins the entity of the longer key when
+   it is unambiguous, i.e. exactly one entity among the longer keys ends with it. Keys are
+   visited longest first, so "President Barack Obama", "Barack Obama" and "Obama" all end
+   up as one entity.
+3. Ambiguity: with two candidate entities ("Bill Clinton" and "Hillary Clinton", then
+   "Clinton") the shorter mention stays an entity of its own.
+4. Labels: rule 2 only links a shorter key to an entity whose labels agree with it (share
+   a label) or that is a ``PERSON``. The exception is there because the small English
+   models often label a lone surname ``ORG`` or ``GPE`` ("Barker" ORG after "Bob Barker"
+   PERSON); the cost is that a place "Washington" joins "George Washington" when a story
+   names both. Otherwise labels keep apart what only looks alike: "America" (GPE) does not
+   join "Without America" (WORK_OF_ART). Entities that fail this test are not candidates
+   either, so they cannot make a mention ambiguous.
+
+Later rules (issue 14; docs/anonymization.md has an example of each): demonyms, aliases,
+plurals and acronyms (``canonical_key``), first names and middle names (rule 4), a title
+before a name is ignored ("Mr Yeaman" is "Yeaman", rule 10, with a guard for a relative of
+the other gender), and a mention that is two names glued together by a lost full stop, or a
+name with a possessive inside, is cut (``corpus.entities._split_glued``, rule 11). The
+labels GPE, LOC and FAC agree with each other.
+
+Entities are numbered (``Entity.id``) by their first NER mention in the document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from attentive_reader.corpus.entities import (
+    NAME_LABELS,
+    PLACE_LABELS,
+    Entity,
+    Key,
+    Mention,
+    initials_of,
+    is_prefixed,
+)
+from attentive_reader.corpus.names import HYPHENS, canonical_form, form_key, is_place
+
+# Bumped whenever a grouping rule or name table changes the entities of some story, so that
+# datasets made before and after are told apart (manifest.json, resume keys). 1: exact
+# match, trailing sub-span, ambiguity, labels; 2: the rules of issue 14 (rules 4-9); 3:
+# titles, glued captions, inner possessives, middle names, a first name before the full
+# name, typographic apostrophes, place labels agreeing (rules 4, 10, 11).
+GROUPING_RULES_VERSION = 3
+
+
+def grouping_info() -> dict:
+    """The grouping rules' version and the name tables' sources, for the manifest."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        countryinfo = version("countryinfo")
+    except PackageNotFoundError:
+        countryinfo = None
+    return {
+        "rules_version": GROUPING_RULES_VERSION,
+        "name_tables": {"countryinfo": countryinfo, "curated": "corpus/name_forms.json"},
+    }
+
+
+# Titles before a person's name, ignored when grouping (rule 10): "Mr Yeaman" is "Yeaman",
+# "President Barack Obama" is "Barack Obama". Compared without a final dot ("Rev." = "Rev").
+# Royal and religious titles are left out: what follows them is a first name ("Prince
+# George", "Pope Francis"), which must not then join another "George ..." as a surname would.
+MALE_TITLES = frozenset({"mr", "mister", "sir", "lord"})
+FEMALE_TITLES = frozenset({"mrs", "ms", "miss", "dame", "lady"})
+TITLES: frozenset[Key] = frozenset(
+    {(t,) for t in MALE_TITLES | FEMALE_TITLES}
+    | {
+        (t,)
+        for t in (
+            "dr doctor prof professor rev reverend president senator sen rep congressman "
+            "congresswoman governor gov mayor judge justice chancellor minister secretary "
+            "general gen colonel col major maj captain capt lieutenant lt sergeant sgt "
+            "officer detective det constable inspector chief coach commissioner ambassador"
+        ).split()
+    }
+    | {
+        ("prime", "minister"),
+        ("first", "minister"),
+        ("vice", "president"),
+        ("first", "lady"),
+        ("chief", "executive"),
+        ("secretary", "of", "state"),
+        ("attorney", "general"),
+        ("supreme", "leader"),
+        ("det", "sgt"),
+        ("det", "insp"),
+        ("detective", "sergeant"),
+        ("detective", "inspector"),
+        ("chief", "inspector"),
+    }
+)
+_LONGEST_TITLE = max(len(t) for t in TITLES)
+
+
+def canonical_key(key: Key, labels: Iterable[str] = (), known: Iterable[Key] = ()) -> Key:
+    """The key a mention is grouped on (rules 1 and 5 to 7 of the module docstring).
+
+    Args:
+        key: the mention's key (lowercased words).
+        labels: its NER labels (a plural of a ``PERSON`` is a surname: "Williams").
+        known: canonical keys of the story's other mentions (a plural joins its singular).
+    """
+    if is_prefixed(key):
+        return key
+    if labels and set(labels) <= NAME_LABELS:
+        return form_key(key)  # a person's "Holland" is no country
+    canonical = canonical_form(key)
+    if canonical != form_key(key) or not canonical:
+        return canonical
+    last = canonical[-1]
+    if len(last) > 3 and last.endswith("s") and not last.endswith("ss"):
+        singular = (*canonical[:-1], last[:-1])
+        target = canonical_form(singular)
+        if target != singular or singular in set(known):
+            return target
+    return canonical
+
+
+def _name_shaped(words: Sequence[str]) -> bool:
+    """2 to 4 capitalized words of letters (and ' or -: "O'Sullivan", "Waley-Cohen")."""
+    words = [w for w in words if w not in HYPHENS]  # "Waley", "-", "Cohen" as tokenized
+    return 2 <= len(words) <= 4 and all(
+        w[:1].isupper() and w.replace("'", "").replace("’", "").replace("-", "").isalpha()
+        for w in words
+    )
+
+
+def _dominant(candidates: Sequence[int], weight: dict[int, int]) -> int | None:
+    """The one candidate, or the one named at least twice as often as any other."""
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        return None
+    ranked = sorted(candidates, key=lambda g: -weight[g])
+    top, second = weight[ranked[0]], weight[ranked[1]]
+    return ranked[0] if top >= 3 and top >= 2 * second else None
+
+
+def _title_length(key: Key) -> int:
+    """How many leading words of ``key`` are a title ("mr", "prime minister"), else 0."""
+    bare = tuple(w.rstrip(".") for w in key[:_LONGEST_TITLE])
+    for n in range(min(_LONGEST_TITLE, len(key) - 1), 0, -1):
+        if bare[:n] in TITLES and key[n][:1].isalpha():
+            return n
+    return 0
+
+
+def _untitled_keys(mentions: Sequence[Mention], labels: dict[Key, set[str]]) -> dict[Key, Key]:
+    """Each key without the title before a person's name (rule 10), or the key itself.
+
+    A gendered title is kept when the story gives the same surname the other gender's title
+    more than half as often ("Miss Robertson" four times and her father "Mr Robertson" twice:
+    "Miss" goes, "Mr" stays), so two relatives are never made one person.
+    """
+    gender_count: dict[tuple[Key, str], int] = {}
+    cut: dict[Key, int] = {}
+    for mention in mentions:
+        key = mention.key
+        n = _title_length(key) if "PERSON" in labels[key] else 0
+        if not n:
+            continue
+        cut[key] = n
+        gender = _title_gender(key[0])
+        if gender is not None:
+            slot = (key[n:], gender)
+            gender_count[slot] = gender_count.get(slot, 0) + 1
+    result = {key: key for key in labels}
+    for key, n in cut.items():
+        gender = _title_gender(key[0])
+        if gender is not None:
+            other = "f" if gender == "m" else "m"
+            mine = gender_count.get((key[n:], gender), 0)
+            if 2 * gender_count.get((key[n:], other), 0) > mine:
+                continue
+        result[key] = key[n:]
+    return result
+
+
+def _title_gender(word: str) -> Literal["m", "f"] | None:
+    title = word.rstrip(".")
+    return "m" if title in MALE_TITLES else "f" if title in FEMALE_TITLES else None
+
+
+def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
+    """Group the mentions of one document into entities (rules in the module docstring).
+
+    Args:
+        mentions: the document's mentions, in document order.
+
+    Returns:
+        The entities, numbered (``Entity.id``) and ordered by first mention.
+    """
+    raw_labels: dict[Key, set[str]] = {}
+    for mention in mentions:
+        raw_labels.setdefault(mention.key, set()).add(mention.label)
+    untitled = _untitled_keys(mentions, raw_labels)
+    plain = {k: canonical_key(untitled[k], raw_labels[k]) for k in raw_labels}
+    canon = {k: canonical_key(untitled[k], raw_labels[k], plain.values()) for k in raw_labels}
+    titled = {canon[k] for k in raw_labels if untitled[k] != k}  # surnames: "Mr X" -> X
+    kept_titles = {canon[k] for k in raw_labels if _title_length(k) and untitled[k] == k}
+
+    first: dict[Key, int] = {}
+    labels: dict[Key, set[str]] = {}
+    count: dict[Key, int] = {}
+    words: dict[Key, tuple[str, ...]] = {}
+    for i, mention in enumerate(mentions):
+        key = canon[mention.key]
+        first.setdefault(key, i)
+        labels.setdefault(key, set()).add(mention.label)
+        count[key] = count.get(key, 0) + 1
+        if len(mention.words) >= len(words.get(key, ())):
+            words.setdefault(key, mention.words)
+
+    # Rule 1 (exact match, on canonical keys) is grouping by key; the others attach keys.
+    group_of: dict[Key, int] = {}
+    group_labels: list[set[str]] = []
+    group_count: list[int] = []
+    group_first: list[int] = []
+
+    def compatible(key: Key, group: int, longer: Key) -> bool:
+        own, theirs = labels[key], group_labels[group]
+        if is_place(key) and own <= PLACE_LABELS and not theirs & PLACE_LABELS:
+            return False  # "Seoul" never joins "Dark Seoul" (rule 9)
+        if longer in kept_titles:
+            return False  # "Robertson" joins "Summer Robertson", not her father "Mr Robertson"
+        return bool(
+            own & theirs
+            or (own & PLACE_LABELS and theirs & PLACE_LABELS)  # "Palace" GPE, "Crystal Palace" FAC
+            or "PERSON" in theirs
+            # "Tomasz Lazar" mislabelled WORK_OF_ART, then "Lazar" PERSON (rule 4)
+            or ("PERSON" in own and theirs == {"WORK_OF_ART"} and _name_shaped(words[longer]))
+        )
+
+    for key in sorted(first, key=lambda k: (-len(k), first[k])):
+        trailing = sorted(
+            {
+                group_of[longer]
+                for longer in group_of
+                if len(longer) > len(key)
+                and longer[-len(key) :] == key
+                and not is_prefixed(longer)
+                and compatible(key, group_of[longer], longer)
+            }
+        )
+        chosen = _dominant(trailing, dict(enumerate(group_count)))
+        if (
+            chosen is None
+            and not trailing
+            and len(key) == 1
+            and "PERSON" in labels[key]
+            and key not in titled  # "Mr Lane" -> "Lane" is a surname
+        ):
+            # Rule 4: a first name joins the one full name it starts ("Richie" ~ "Richie
+            # Benaud", "Donna" in "his parents, Donna and Peter Lane" ~ "Donna Lane").
+            leading = {
+                group_of[longer]
+                for longer in group_of
+                if 2 <= len(longer) <= 3
+                and longer[0] == key[0]
+                and longer not in kept_titles
+                and "PERSON" in group_labels[group_of[longer]]
+                and _name_shaped(words.get(longer, ()))
+            }
+            # The full names named before it first; else, a later one, and then only for a
+            # name NER always calls a person (the team "McLaren" stays apart from a later
+            # "McLaren Smith").
+            earlier = sorted(g for g in leading if group_first[g] < first[key])
+            if not earlier and labels[key] <= NAME_LABELS:
+                earlier = sorted(leading)
+            chosen = _dominant(earlier, dict(enumerate(group_count)))
+        if chosen is None and not trailing and len(key) == 2 and "PERSON" in labels[key]:
+            # Rule 4: a name without the middle name ("Joshua Burns" ~ "Joshua Quincy Burns").
+            fuller = sorted(
+                {
+                    group_of[longer]
+                    for longer in group_of
+                    if 3 <= len(longer) <= 4
+                    and (longer[0], longer[-1]) == key
+                    and "PERSON" in group_labels[group_of[longer]]
+                    and _name_shaped(words.get(longer, ()))
+                }
+            )
+            if _name_shaped(words.get(key, ())):
+                chosen = fuller[0] if len(fuller) == 1 else None
+        if chosen is None and not trailing and len(key) == 1:
+            # Rule 8: an acronym of exactly one longer name ("FBI", "U.N.").
+            word = words.get(key, ("",))[0].replace(".", "")
+            if 2 <= len(word) <= 6 and word.isalpha() and word.isupper():
+                expanding = sorted(
+                    {
+                        group_of[longer]
+                        for longer in group_of
+                        if len(longer) >= 2
+                        and initials_of(words.get(longer, longer)).upper() == word
+                        and not is_prefixed(longer)
+                    }
+                )
+                chosen = expanding[0] if len(expanding) == 1 else None
+        if chosen is not None:
+            group_of[key] = chosen
+            group_labels[chosen] |= labels[key]
+            group_count[chosen] += count[key]
+            group_first[chosen] = min(group_first[chosen], first[key])
+        else:
+            group_of[key] = len(group_labels)
+            group_labels.append(set(labels[key]))
+            group_count.append(count[key])
+            group_first.append(first[key])
+
+    members: dict[int, list[Mention]] = {}
+    for mention in mentions:
+        members.setdefault(group_of[canon[mention.key]], []).append(mention)
+    entities = []
+    for number, group in enumerate(sorted(members, key=lambda g: min(m.start for m in members[g]))):
+        ordered = sorted(members[group], key=lambda m: m.start)
+        name = ""
+        for mention in ordered:
+            if len(mention.text) > len(name):
+                name = mention.text
+        entities.append(
+            Entity(
+                id=number,
+                name=name,
+                labels=tuple(sorted({m.label for m in ordered})),
+                keys=tuple(dict.fromkeys(m.key for m in ordered)),
+                mentions=tuple(ordered),
+            )
+        )
+    return entities
