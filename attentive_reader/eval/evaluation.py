@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attentive_reader import __version__
 from attentive_reader.corpus.manifest import write_json_atomic
@@ -30,9 +30,6 @@ from attentive_reader.eval.report import (
     build_report,
     markdown_tables,
 )
-
-if TYPE_CHECKING:
-    from attentive_reader.data.datamodule import Split
 
 
 @dataclass(frozen=True)

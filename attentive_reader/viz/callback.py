@@ -4,11 +4,11 @@ viz module that imports Lightning)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pytorch_lightning.callbacks import BasePredictionWriter
 
-from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.corpus.records import ClozeExample, Split
 from attentive_reader.viz.files import write_example, write_index
 from attentive_reader.viz.heatmap import SCALES, Scale, heatmap_examples
 from attentive_reader.viz.html import IndexEntry
@@ -44,7 +44,7 @@ class HeatmapWriter(BasePredictionWriter):
     def __init__(
         self,
         output_dir: str,
-        split: Literal["train", "validation", "test"] | None = None,
+        split: Split | None = None,
         scale: Scale = "linear",
         clip: float = 10.0,
         png: bool = True,

@@ -20,7 +20,7 @@ from attentive_reader.errors import UserError
 from attentive_reader.viz.heatmap import HeatmapExample, heatmap_examples
 
 if TYPE_CHECKING:
-    from attentive_reader.data.datamodule import Split
+    from attentive_reader.corpus.records import Split
 
 
 def select_rows(ids_in_split: Sequence[str], ids: Sequence[str] | None, limit: int) -> list[int]:

@@ -8,7 +8,6 @@ import sys
 import datasets
 import pytest
 
-from attentive_reader.eval.evaluation import load_examples
 from attentive_reader.corpus.questions import export_questions
 from attentive_reader.corpus.records import (
     CLOZE_FEATURES,
@@ -19,6 +18,7 @@ from attentive_reader.corpus.records import (
 )
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.errors import UserError
+from attentive_reader.eval.evaluation import load_examples
 
 ROW = ClozeExample(
     id="ex0",

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-from attentive_reader.corpus.records import Story
+from attentive_reader.corpus.records import Split, Story
 from attentive_reader.corpus.synthetic.words import FACT_KINDS, Label
 
 URL_PREFIX = "https://synthetic.attentive-reader.invalid"
 
-SplitName = Literal["train", "validation", "test"]
+SplitName = Split  # the one split type (corpus.records), under its old name here
 _SPLIT_PATTERN: tuple[SplitName, ...] = ("train",) * 8 + ("validation", "test")
 
 
