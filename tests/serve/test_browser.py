@@ -89,6 +89,18 @@ def browser(tmp_path):
     driver.quit()
 
 
+def _wait_for(browser, element_id: str, seconds: float = 60):
+    """The element with ``element_id`` once the page that holds it has loaded (a click that
+    submits a form returns before the next page is there, and a busy machine is slow)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, seconds).until(
+        expected_conditions.presence_of_element_located((By.ID, element_id))
+    )
+
+
 def test_ask_in_a_browser(server, browser, tmp_path):
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
@@ -98,7 +110,7 @@ def test_ask_in_a_browser(server, browser, tmp_path):
     browser.find_element(By.ID, "document").send_keys(ARTICLE)
     browser.find_element(By.ID, "query").send_keys(QUERY)
     browser.find_element(By.ID, "ask").click()
-    filled = browser.find_element(By.ID, "filled").text
+    filled = _wait_for(browser, "filled").text  # the form's answer page, once it has loaded
     expected = reader.answer(ARTICLE, QUERY)
     assert filled == expected.filled
     names = [
@@ -135,5 +147,5 @@ def test_browse_dataset_examples(server, browser):
     links = browser.find_elements(By.CSS_SELECTOR, "a[href^='/examples/test/']")
     assert links
     links[0].click()
-    assert browser.find_element(By.ID, "gold").text
+    assert _wait_for(browser, "gold").text
     assert browser.find_element(By.ID, "filled").text
