@@ -56,7 +56,7 @@ from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.eval.inference import DeviceName, resolve_device
 from attentive_reader.models.base import ClozeReader
-from attentive_reader.models.loading import load_reader
+from attentive_reader.models.loading import read_checkpoint, reader_from_checkpoint
 from attentive_reader.viz.heatmap import HeatmapExample, heatmap_examples
 
 OnError = Literal["raise", "return"]
@@ -235,8 +235,8 @@ class Reader:
         """
         path = Path(ckpt)
         where = resolve_device(device)
-        model = load_reader(path, map_location=where)
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        checkpoint = read_checkpoint(path, map_location=where)  # read once: reader and vocabulary
+        model = reader_from_checkpoint(checkpoint, path, map_location=where)
         state = _datamodule_state(checkpoint)
         if state is None:
             raise UserError(

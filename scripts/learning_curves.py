@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import platform
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ import time
 from pathlib import Path
 
 import torch
+from benchmark import cpu_model  # scripts/ is on sys.path when a script runs
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -53,17 +53,6 @@ PLATEAU = (
     ("tied", True),
     ("pointer", True),
 )
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), or what ``platform`` says."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def generate(out: Path, stories: int, seed: int, shape: str) -> Path:

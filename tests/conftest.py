@@ -5,6 +5,10 @@ from pathlib import Path
 
 import pytest
 
+# The answering tests' fixtures (tests/test_api*.py, tests/serve/): the session's tiny trained
+# reader (``trained``) and ``attentive_reader.Reader`` loaded from it (``reader``).
+from tests.trained_reader import reader, trained  # noqa: F401
+
 # The tests train tiny models: one torch thread is fastest for them, and on a machine whose
 # cores are busy more threads make every small parallel section wait for a descheduled
 # thread (the toy-task test took 463 s with 2 threads on a loaded 2-core machine, 34 s with

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from attentive_reader.errors import UserError
-from tests.trained_reader import CONTEXT_CAP, ROOT, shared_tiny_reader
+from tests.trained_reader import CONTEXT_CAP, ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -20,18 +20,6 @@ ARTICLE = (
     "Shares in Greystone Bank rose after Susan Kennedy flew to Lisbon.\n\n"
     "Kennedy smiled. Greystone Bank said the deal was done."
 )
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    return shared_tiny_reader(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def reader(trained):
-    from attentive_reader import Reader
-
-    return Reader.load(trained.ckpt)
 
 
 def test_importing_the_package_stays_cheap():

@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from attentive_reader.cli import main as cli
-from tests.trained_reader import shared_tiny_reader
 
 pytestmark = pytest.mark.slow
 
@@ -18,11 +17,6 @@ ARTICLE = (
     "Shares in Greystone Bank rose after Susan Kennedy flew to Lisbon.\n\n"
     "Kennedy smiled. Greystone Bank said the deal was done."
 )
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    return shared_tiny_reader(tmp_path_factory)
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 CONTEXT_CAP = 300
 
@@ -100,3 +102,18 @@ def train_tiny_reader(
     assert cli(fit) == 0
     (ckpt,) = runs.glob("**/last.ckpt")
     return TrainedReader(corpus, data, ckpt)
+
+
+# The fixtures of the answering tests (tests/test_api*.py, tests/serve/): import them by name.
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> TrainedReader:
+    """The session's tiny trained reader and its corpus."""
+    return shared_tiny_reader(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def reader(trained: TrainedReader):
+    """``attentive_reader.Reader`` loaded from the tiny reader's checkpoint."""
+    from attentive_reader import Reader
+
+    return Reader.load(trained.ckpt)

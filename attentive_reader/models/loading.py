@@ -36,14 +36,22 @@ def load_reader(path: str | Path, map_location: str | torch.device = "cpu") -> C
         UserError: if the file is missing, not a reader checkpoint, or names a class that
             cannot be imported.
     """
+    return reader_from_checkpoint(read_checkpoint(path, map_location), path, map_location)
+
+
+def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> Any:
+    """A checkpoint file's content, read with ``weights_only=True`` (no code in it is run).
+
+    Raises:
+        UserError: if the file is missing or not a readable checkpoint.
+    """
     path = Path(path)
     if not path.is_file():
         raise UserError(f"checkpoint not found: {path}")
     try:
-        checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # unpickling errors come in many types
         raise UserError(f"{path} is not a readable checkpoint: {err}") from None
-    return reader_from_checkpoint(checkpoint, path, map_location)
 
 
 def reader_from_checkpoint(

@@ -7,26 +7,12 @@ import re
 
 import pytest
 
-from tests.trained_reader import shared_tiny_reader
-
 pytestmark = pytest.mark.slow
 
 ARTICLE = (
     "Shares in Greystone Bank rose after Susan Kennedy flew to Lisbon.\n\n"
     "Kennedy smiled. <script>alert('x')</script> Greystone Bank said the deal was done."
 )
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    return shared_tiny_reader(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def reader(trained):
-    from attentive_reader import Reader
-
-    return Reader.load(trained.ckpt)
 
 
 @pytest.fixture(scope="module")
