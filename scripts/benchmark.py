@@ -537,8 +537,16 @@ def time_toolkit(entry: Entry, settings: Settings, data: Path, vocab: Path, seed
     return timer.timed()
 
 
-def run_train(settings: Settings, data: Path, vocab: Path, threads: int, say) -> dict:
-    """Every entry and the reference, in interleaved rounds."""
+def run_train(
+    settings: Settings,
+    data: Path,
+    vocab: Path,
+    threads: int,
+    say,
+    only: list[str] | None = None,
+) -> dict:
+    """Every entry (or those whose name holds one of ``only``) and the reference, in
+    interleaved rounds."""
     from attentive_reader.data.datamodule import ClozeDataModule
 
     examples = (
@@ -547,7 +555,9 @@ def run_train(settings: Settings, data: Path, vocab: Path, threads: int, say) ->
         .examples
     )
     dense = dense_examples(examples)
-    entries = train_entries(threads)
+    entries = [
+        e for e in train_entries(threads) if not only or any(part in e.name for part in only)
+    ]
     names = [REFERENCE, DENSE, *(e.name for e in entries)]
     rates: dict[str, list[float]] = {name: [] for name in names}
     cpu_rates: dict[str, list[float]] = {name: [] for name in names}
@@ -881,6 +891,14 @@ def main(argv: list[str] | None = None) -> int:
         help="train examples of the generated corpora of the scale section "
         "(default: 100000 400000; --quick 2000 4000)",
     )
+    parser.add_argument(
+        "--entries",
+        nargs="+",
+        default=None,
+        metavar="TEXT",
+        help="train section: only the readers whose name holds one of these texts "
+        "(e.g. 'Attentive (bilinear)' Impatient); the reference and the dense limit always run",
+    )
     parser.add_argument("--output", type=Path, default=Path("benchmark.json"))
     args = parser.parse_args(argv)
     if args.threads < 1:
@@ -938,7 +956,7 @@ def main(argv: list[str] | None = None) -> int:
             data = write_dataset(Path(tmp), settings)
             vocab = Path(tmp) / "vocab.json"
         if "train" in sections:
-            result["train"] = run_train(settings, data, vocab, args.threads, say)
+            result["train"] = run_train(settings, data, vocab, args.threads, say, args.entries)
         if "encoder" in sections:
             result["encoder"] = run_encoder(settings, settings.rounds)
         if "eval" in sections:

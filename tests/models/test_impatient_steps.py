@@ -1,0 +1,160 @@
+"""The Impatient Reader's hand-written additive steps against the step-by-step autograd maths."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from attentive_reader.models import ImpatientReader
+from attentive_reader.nn.impatient_steps import AdditiveSteps
+from tests.models.batches import random_batch
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _reader(answer_layer: str, seed: int = 0) -> ImpatientReader:
+    torch.manual_seed(seed)
+    reader = ImpatientReader(
+        vocab_size=60, num_entities=10, embedding_dim=8, hidden_dim=6, answer_layer=answer_layer
+    )
+    return reader.double()
+
+
+def _batch():
+    """Queries of 3-7 tokens padded to 7, contexts of 8-20 padded to 20, and one example whose
+    query is all padding (its steps all leave r(0) unchanged)."""
+    batch = random_batch(num_examples=6, vocab_size=60, num_entities=10, seed=3)
+    batch.query_mask[5] = False
+    batch.query[5] = 0
+    assert (~batch.query_mask).any() and (~batch.context_mask).any()
+    return batch
+
+
+def _loss_and_grads(reader: ImpatientReader, batch, fused: bool):
+    reader.fused_steps_apply = lambda y_d: fused  # type: ignore[method-assign]
+    reader.zero_grad()
+    torch.manual_seed(7)  # the same dropout masks on both paths
+    out = reader(batch)
+    weights = torch.randn(out.attention.shape, generator=torch.Generator().manual_seed(1))
+    # Every output carries gradient: the answer and the attention rows of every step.
+    loss = F.cross_entropy(out.logits, batch.answer) + (out.attention * weights.double()).sum()
+    loss.backward()
+    grads = {name: p.grad.clone() for name, p in reader.named_parameters() if p.grad is not None}
+    return out, grads
+
+
+@pytest.mark.parametrize("answer_layer", ["tied", "output", "pointer"])
+def test_fused_steps_give_the_step_by_step_values_and_gradients(answer_layer):
+    reader, batch = _reader(answer_layer), _batch()
+    assert reader.fused_steps_apply(torch.zeros(1, requires_grad=True).double())  # training
+    expected, expected_grads = _loss_and_grads(reader, batch, fused=False)
+    got, grads = _loss_and_grads(reader, batch, fused=True)
+
+    assert torch.allclose(got.logits, expected.logits, atol=1e-10)
+    assert torch.allclose(got.attention, expected.attention, atol=1e-12)
+    assert (got.attention[5] == 0).all()  # the all-padding query has no attention rows
+    assert set(grads) == set(expected_grads)
+    for name, grad in expected_grads.items():
+        assert torch.allclose(grads[name], grad, atol=1e-10), name
+    # The parameters the steps own do get gradient through the hand-written backward.
+    for name in ("scorer.key_proj.weight", "scorer.query_proj.weight", "scorer.vector.weight",
+                 "recurrent_proj.weight", "initial_read"):  # fmt: skip
+        assert grads[name].abs().sum() > 0, name
+
+
+def test_evaluation_and_autocast_take_the_step_by_step_path():
+    reader, batch = _reader("tied"), _batch()
+    y = torch.zeros(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    assert reader.fused_steps_apply(y)
+    with torch.no_grad():
+        assert not reader.fused_steps_apply(y)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not reader.fused_steps_apply(y)
+    dot = ImpatientReader(
+        vocab_size=60, num_entities=10, embedding_dim=8, hidden_dim=6, scorer="dot"
+    )
+    assert not dot.fused_steps_apply(y)  # only the additive scorer has the fused form
+    reader.eval()
+    with torch.no_grad():
+        assert reader(batch).logits.isfinite().all()
+
+
+def test_a_second_backward_through_the_fused_steps_is_refused():
+    reader, batch = _reader("tied"), _batch()
+    loss = reader(batch).logits.logsumexp(-1).sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="retain_graph=True is not supported"):
+        loss.backward()
+
+
+def test_fused_steps_by_hand_one_token_one_step():
+    """b = 1, n = 2, m = 1, d = a = 1: r(1) = s^T y_d + tanh(W_rr r0), scores by hand."""
+    keys = torch.tensor([[[0.2], [-0.4]]], dtype=torch.float64, requires_grad=True)  # P
+    states = torch.tensor([[[1.0], [3.0]]], dtype=torch.float64, requires_grad=True)  # y_d
+    queries = torch.tensor([[[0.5]]], dtype=torch.float64)
+    initial = torch.tensor([[0.1]], dtype=torch.float64)
+    query_weight = torch.tensor([[1.0, 2.0]], dtype=torch.float64)  # u = 1 * 0.1 + 2 * 0.5 = 1.1
+    vector, shift = torch.tensor([2.0], dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64)
+    recurrent = torch.tensor([[0.5]], dtype=torch.float64)
+    read, weights, scores = AdditiveSteps.apply(
+        keys, states, queries, initial, query_weight, vector, shift, recurrent,
+        torch.ones(1, 2, dtype=torch.bool), (1,),
+    )  # fmt: skip
+    z = 2 * torch.sigmoid(torch.tensor([1.3, 0.7], dtype=torch.float64)) - 1  # = tanh(z / 2)
+    assert torch.allclose(scores[0, 0], z)
+    s = torch.softmax(z, 0)
+    assert torch.allclose(weights[0, 0], s)
+    assert torch.allclose(read[0, 0], s[0] * 1.0 + s[1] * 3.0 + torch.tanh(torch.tensor(0.05)))
+    read.sum().backward()
+    # d r / d y_d = s; d r / d P(t) = sum_t' y_d(t') ds(t')/dz(t) * dz(t)/dP(t).
+    assert torch.allclose(states.grad[0, :, 0], s)
+    jac = torch.diag(s) - torch.outer(s, s)  # ds / dz
+    dz_dp = (
+        2 * torch.sigmoid(torch.tensor([1.3, 0.7])) * (1 - torch.sigmoid(torch.tensor([1.3, 0.7])))
+    )
+    expected = (torch.tensor([1.0, 3.0], dtype=torch.float64) @ jac) * dz_dp.double()
+    assert torch.allclose(keys.grad[0, :, 0], expected)
+
+
+def test_a_query_with_padding_between_its_tokens_takes_the_step_by_step_path():
+    reader, batch = _reader("tied"), _batch()
+    encoded = reader.encode(batch)
+    assert reader.fused_steps(encoded.document, encoded.query, batch) is not None
+    batch.query_mask[0, 1] = False  # a hole: the steps are not a prefix of the query
+    assert reader.fused_steps(encoded.document, encoded.query, batch) is None
+    expected, expected_grads = _loss_and_grads(reader, batch, fused=False)
+    reader.fused_steps_apply = type(reader).fused_steps_apply.__get__(reader)  # type: ignore[method-assign]
+    torch.manual_seed(7)
+    assert torch.allclose(reader(batch).logits, expected.logits)
+
+
+def test_the_workspace_is_reused_after_a_backward_and_never_shared_by_two_live_graphs():
+    reader, batch = _reader("tied"), _batch()
+    expected, expected_grads = _loss_and_grads(reader, batch, fused=False)
+    reader.fused_steps_apply = type(reader).fused_steps_apply.__get__(reader)  # type: ignore[method-assign]
+    workspace = reader.steps_workspace
+
+    def loss_of(out):
+        weights = torch.randn(out.attention.shape, generator=torch.Generator().manual_seed(1))
+        return F.cross_entropy(out.logits, batch.answer) + (out.attention * weights.double()).sum()
+
+    # Two forwards before either backward: the second may not overwrite the first's activations.
+    torch.manual_seed(7)
+    first = loss_of(reader(batch))
+    held = workspace._buffer.data_ptr()
+    torch.manual_seed(7)
+    second = loss_of(reader(batch))
+    assert workspace._buffer.data_ptr() == held  # the second got a fresh tensor
+    for loss in (second, first):
+        reader.zero_grad()
+        loss.backward()
+        for name, grad in expected_grads.items():
+            assert torch.allclose(reader.get_parameter(name).grad, grad, atol=1e-10), name
+    del first, second
+    # Both graphs are gone: the next forward takes the same buffer again.
+    torch.manual_seed(7)
+    reader(batch).logits.sum().backward()
+    assert workspace._buffer.data_ptr() == held
+    reader.eval()
+    assert workspace._buffer is None  # evaluation keeps no activations
