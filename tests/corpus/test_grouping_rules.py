@@ -6,6 +6,7 @@ does (``split_glued_parentheses``).
 
 from __future__ import annotations
 
+import pytest
 import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -17,7 +18,12 @@ from attentive_reader.corpus.grouping import GROUPING_RULES_VERSION, group_menti
 from attentive_reader.corpus.names import canonical_form, form_key, is_place
 from attentive_reader.corpus.pipeline import split_glued_parentheses
 from attentive_reader.corpus.records import ClozeExample, Story
-from attentive_reader.eval.anonymization import anonymization_report, interval, related_kind
+from attentive_reader.eval.anonymization import (
+    anonymization_report,
+    cluster_interval,
+    interval,
+    related_kind,
+)
 
 LABELS = ent.DEFAULT_LABELS
 
@@ -381,17 +387,44 @@ def test_the_report_on_two_hand_checked_questions():
     )
     report = anonymization_report([first, second])
     # Maximum frequency says @entity0 (2 occurrences) twice: right once. Exclusive frequency
-    # drops @entity0 from the second (it is in the query): right twice. Word distance, second
-    # question: @entity1 at 2 scores 0 ("@entity0" expected at 0) + 2 ("met" expected at 1,
-    # found at 3) = 2; @entity0 at 4 also scores 2 + 0 = 2, and wins the tie (seen first).
+    # drops @entity0 from the second (it is in the query): right twice. Word distance, first
+    # question: @entity0 at 0 scores 0 ("said" expected at 1, found at 1), @entity1 at 2
+    # scores 2: right. Second question: @entity1 at 2 scores 0 ("@entity0" expected at 0) +
+    # 2 ("met" expected at 1, found at 3) = 2; @entity0 at 4 also scores 2 + 0 = 2: a tie of
+    # two, credit 1/2 under a random tie-break, (1 + 1/2) / 2 = 75%. The first-occurrence
+    # predictor takes @entity0 and is wrong: 50%.
     assert (report["maximum_frequency"], report["exclusive_frequency"]) == (50.0, 100.0)
-    assert report["word_distance"] == 50.0
+    assert report["word_distance"] == 75.0
+    assert report["first_occurrence"] == {
+        "maximum_frequency": 50.0,
+        "exclusive_frequency": 100.0,
+        "word_distance": 50.0,
+    }
     assert (report["questions"], report["documents"], report["entities_per_document"]) == (2, 1, 2)
     # Both answers have a related second marker: "Benaud" is the surname of "Richie Benaud".
     assert report["related_second_marker"] == 100.0
     assert report["related_kinds"] == {"surname": 2}
     assert report["plain_name_queries"] == 0.0
-    # 95% half-width: 1.96 * sqrt(0.5 * 0.5 / 2) = 0.693; none for a share of 0 or 100%.
-    assert report["intervals"]["maximum_frequency"] == 69.3
-    assert report["intervals"]["exclusive_frequency"] == 0.0
+    # One document: a cluster bootstrap over documents cannot vary, so no interval.
+    assert report["intervals"]["maximum_frequency"] == 0.0
     assert interval(50.0, 100) == 9.8 and interval(10.0, 0) == 0.0
+
+
+def test_the_report_interval_is_a_cluster_bootstrap_over_documents():
+    # Two documents, one all right and one all wrong: a draw is both once each (50%), or one
+    # twice (0% or 100%, each with probability 1/4): the 2.5 and 97.5 percentiles are 0 and
+    # 100, half-width 50 points, however many questions each document holds.
+    assert cluster_interval([1, 1, 1, 0, 0, 0], ["a", "a", "a", "b", "b", "b"]) == 50.0
+    # Every document scores the same: no draw differs.
+    assert cluster_interval([1, 0, 1, 0], ["a", "a", "b", "b"]) == 0.0
+    # 10 documents of 5 questions answered alike (5 right, 5 wrong): the questions are not
+    # independent, and the interval is about that of 10 questions, not of 50.
+    scores = [float(d < 5) for d in range(10) for _ in range(5)]
+    docs = [str(d) for d in range(10) for _ in range(5)]
+    wide = cluster_interval(scores, docs)
+    assert interval(50.0, 50) == 13.9 and wide >= 2 * 13.9
+    assert abs(wide - interval(50.0, 10)) <= 5.0  # 31.0 for 10 independent questions
+    # Reproducible (fixed seed), and the lengths must match.
+    assert cluster_interval(scores, docs) == wide
+    with pytest.raises(ValueError, match="cluster ids"):
+        cluster_interval([1.0], [])
