@@ -33,6 +33,7 @@ from attentive_reader.corpus.names import (
     canonical_form,
     form_key,
     forms_of,
+    is_first_name,
     is_place,
     word_form,
 )
@@ -207,9 +208,11 @@ def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
     elsewhere a whole name, and its tail ("Enrique", "Fernando Alonso") is elsewhere a whole
     name that NER calls a person. Guards: a tail that is no person keeps the name whole
     ("New York" and "the Post" elsewhere do not cut "New York Post"), and a two-word name is
-    only cut after a known place or a name NER calls an organisation: "Ronnie" and
-    "O'Sullivan" elsewhere do not cut "Ronnie O'Sullivan", nor does a maid "Natalia" (GPE to
-    NER) cut "Natalia Moon".
+    only cut after a known place, a name NER calls an organisation, or a word that is no
+    known first name before the surname of another person of the story ("at Aintree
+    Treadwell's contented look" beside "Liam Treadwell"): "Ronnie" and "O'Sullivan"
+    elsewhere do not cut "Ronnie O'Sullivan", nor does a maid "Natalia" (GPE to NER) cut
+    "Natalia Moon".
 
     Likewise a mention with a possessive inside ("Crystal Palace's XI") is cut to its owner
     when the owner is elsewhere a whole name ("Crystal Palace"); "People's Republic of
@@ -220,6 +223,19 @@ def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
     for mention in mentions:
         count[mention.key] = count.get(mention.key, 0) + 1
         labels.setdefault(mention.key, set()).add(mention.label)
+    # Surname -> the first words of the story's two-word person names ("treadwell": liam).
+    first_words: dict[Key, set[str]] = {}
+    for key, key_labels in labels.items():
+        if len(key) == 2 and "PERSON" in key_labels:
+            first_words.setdefault(key[1:], set()).add(key[0])
+
+    def someone_elses_surname(key: Key) -> bool:
+        """ "Aintree Treadwell": "Aintree" is no first name, "Treadwell" is "Liam Treadwell"."""
+        head = key[0]
+        if not head.isalpha() or is_first_name(head):  # initials ("B.B. King") stay whole
+            return False
+        return bool(first_words.get(key[1:], set()) - {head})
+
     result = []
     for mention in mentions:
         key = mention.key
@@ -239,7 +255,12 @@ def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
                 and key[:n] in count
                 and key[n:] in count
                 and "PERSON" in labels[key[n:]]
-                and (n >= 2 or len(key) - n >= 2 or _place_or_team(key[:n], labels[key[:n]]))
+                and (
+                    n >= 2
+                    or len(key) - n >= 2
+                    or _place_or_team(key[:n], labels[key[:n]])
+                    or someone_elses_surname(key)
+                )
                 and not is_prefixed(key[n:])
             ),
             None,

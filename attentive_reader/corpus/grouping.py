@@ -44,14 +44,23 @@ from attentive_reader.corpus.entities import (
     initials_of,
     is_prefixed,
 )
-from attentive_reader.corpus.names import HYPHENS, canonical_form, form_key, is_place
+from attentive_reader.corpus.names import (
+    HYPHENS,
+    canonical_form,
+    first_name_gender,
+    form_key,
+    is_first_name,
+    is_place,
+)
 
 # Bumped whenever a grouping rule or name table changes the entities of some story, so that
 # datasets made before and after are told apart (manifest.json, resume keys). 1: exact
 # match, trailing sub-span, ambiguity, labels; 2: the rules of issue 14 (rules 4-9); 3:
 # titles, glued captions, inner possessives, middle names, a first name before the full
-# name, typographic apostrophes, place labels agreeing (rules 4, 10, 11).
-GROUPING_RULES_VERSION = 3
+# name, typographic apostrophes, place labels agreeing (rules 4, 10, 11); 4: first names
+# and their gender (name_genders.json) in the title and first-name guards, a word that is no
+# first name before someone else's surname cut, a demonym never joining a non-place.
+GROUPING_RULES_VERSION = 4
 
 
 def grouping_info() -> dict:
@@ -64,7 +73,11 @@ def grouping_info() -> dict:
         countryinfo = None
     return {
         "rules_version": GROUPING_RULES_VERSION,
-        "name_tables": {"countryinfo": countryinfo, "curated": "corpus/name_forms.json"},
+        "name_tables": {
+            "countryinfo": countryinfo,
+            "curated": "corpus/name_forms.json",
+            "first_names": "corpus/name_genders.json (US SSA baby names, public domain)",
+        },
     }
 
 
@@ -162,7 +175,9 @@ def _untitled_keys(mentions: Sequence[Mention], labels: dict[Key, set[str]]) -> 
 
     A gendered title is kept when the story gives the same surname the other gender's title
     more than half as often ("Miss Robertson" four times and her father "Mr Robertson" twice:
-    "Miss" goes, "Mr" stays), so two relatives are never made one person.
+    "Miss" goes, "Mr" stays), or when every full name with that surname has a first name
+    of the other gender (``names.first_name_gender``: "Mrs Saunders" beside "Pete
+    Saunders" only), so two relatives are never made one person.
     """
     gender_count: dict[tuple[Key, str], int] = {}
     cut: dict[Key, int] = {}
@@ -176,6 +191,12 @@ def _untitled_keys(mentions: Sequence[Mention], labels: dict[Key, set[str]]) -> 
         if gender is not None:
             slot = (key[n:], gender)
             gender_count[slot] = gender_count.get(slot, 0) + 1
+    # Full names by surname, with the genders of their first names ("pete saunders": m).
+    first_genders: dict[Key, set[str | None]] = {}
+    for key in labels:
+        bare = key[_title_length(key) :] if "PERSON" in labels[key] else key
+        if "PERSON" in labels[key] and 2 <= len(bare) <= 3:
+            first_genders.setdefault(bare[-1:], set()).add(first_name_gender(bare[0]))
     result = {key: key for key in labels}
     for key, n in cut.items():
         gender = _title_gender(key[0])
@@ -184,6 +205,8 @@ def _untitled_keys(mentions: Sequence[Mention], labels: dict[Key, set[str]]) -> 
             mine = gender_count.get((key[n:], gender), 0)
             if 2 * gender_count.get((key[n:], other), 0) > mine:
                 continue
+            if len(key) - n == 1 and first_genders.get(key[n:]) == {other}:
+                continue  # "Mrs Saunders" is not the story's only Saunders, "Pete Saunders"
         result[key] = key[n:]
     return result
 
@@ -215,8 +238,10 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
     labels: dict[Key, set[str]] = {}
     count: dict[Key, int] = {}
     words: dict[Key, tuple[str, ...]] = {}
+    person_count: dict[Key, int] = {}
     for i, mention in enumerate(mentions):
         key = canon[mention.key]
+        person_count[key] = person_count.get(key, 0) + (mention.label in NAME_LABELS)
         first.setdefault(key, i)
         labels.setdefault(key, set()).add(mention.label)
         count[key] = count.get(key, 0) + 1
@@ -231,8 +256,10 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
 
     def compatible(key: Key, group: int, longer: Key) -> bool:
         own, theirs = labels[key], group_labels[group]
-        if is_place(key) and own <= PLACE_LABELS and not theirs & PLACE_LABELS:
-            return False  # "Seoul" never joins "Dark Seoul" (rule 9)
+        if is_place(key) and own <= PLACE_LABELS | {"NORP"} and not theirs & PLACE_LABELS:
+            # "Seoul" never joins "Dark Seoul", nor "Scottish" / "Scotland" the pollster
+            # "Ipsos MORI Scotland" (rule 9)
+            return False
         if longer in kept_titles:
             return False  # "Robertson" joins "Summer Robertson", not her father "Mr Robertson"
         return bool(
@@ -264,10 +291,16 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
         ):
             # Rule 4: a first name joins the one full name it starts ("Richie" ~ "Richie
             # Benaud", "Donna" in "his parents, Donna and Peter Lane" ~ "Donna Lane").
+            # Guard: a known place, or a word NER calls a place, facility or organisation
+            # in more than two thirds of its mentions, is only a first name when the name
+            # list knows it ("Aintree" the racecourse never joins "Aintree Treadwell";
+            # "Jordan" still joins "Jordan Henderson").
+            placelike = is_place(key) or 3 * person_count[key] < count[key]
             leading = {
                 group_of[longer]
                 for longer in group_of
-                if 2 <= len(longer) <= 3
+                if (not placelike or is_first_name(key[0]))
+                and 2 <= len(longer) <= 3
                 and longer[0] == key[0]
                 and longer not in kept_titles
                 and "PERSON" in group_labels[group_of[longer]]

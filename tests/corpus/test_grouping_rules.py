@@ -40,6 +40,13 @@ def groups(nlp: Language, text: str) -> list[list[str]]:
     return [[m.text for m in e.mentions] for e in group_mentions(find_mentions(nlp(text), LABELS))]
 
 
+def labelled_groups(text: str, spans: list[tuple[int, int, str]]) -> list[list[str]]:
+    """Groups of a whitespace-tokenized text whose entities are given as token spans."""
+    doc = Doc(spacy.blank("en").vocab, words=text.split())
+    doc.ents = [Span(doc, start, end, label=label) for start, end, label in spans]
+    return [[m.text for m in e.mentions] for e in group_mentions(find_mentions(doc, LABELS))]
+
+
 # --- name tables ---------------------------------------------------------------------------
 
 
@@ -236,6 +243,46 @@ def test_a_title_of_the_other_gender_keeps_two_relatives_apart():
     assert groups(nlp, "Lane Kiffin coached. Mr Lane spoke.") == [["Lane Kiffin"], ["Mr Lane"]]
 
 
+def test_a_gendered_title_never_joins_a_full_name_of_the_other_gender():
+    # The story names "Pete Saunders" and, later, "Mrs Saunders" (another person, the
+    # prosecutor): a woman's title never joins a man's full name.
+    nlp = ruler(("PERSON", "Pete Saunders"), ("PERSON", "Mrs Saunders"))
+    text = "Pete Saunders, a campaigner, spoke. Mrs Saunders decided. Mrs Saunders left."
+    assert groups(nlp, text) == [["Pete Saunders"], ["Mrs Saunders", "Mrs Saunders"]]
+    nlp = ruler(("PERSON", "Cheryl Silvonek"), ("PERSON", "Mr Silvonek"))
+    assert groups(nlp, "Cheryl Silvonek died. Mr Silvonek wept.") == [
+        ["Cheryl Silvonek"],
+        ["Mr Silvonek"],
+    ]
+    # Guards: the same gender ("Mrs Saunders" ~ "Alison Saunders"), a first name the list
+    # gives both sexes ("Jamie"), and a first name it does not know ("Xanthe"), join.
+    for first in ("Alison", "Jamie", "Xanthe"):
+        nlp = ruler(("PERSON", f"{first} Saunders"), ("PERSON", "Mrs Saunders"))
+        text = f"{first} Saunders spoke. Mrs Saunders decided."
+        assert groups(nlp, text) == [[f"{first} Saunders", "Mrs Saunders"]], first
+    # With a woman of that surname in the story too, the title goes and the surname is
+    # shared as usual: "Mrs Saunders" joins the one named far more.
+    nlp = ruler(
+        ("PERSON", "Pete Saunders"), ("PERSON", "Alison Saunders"), ("PERSON", "Mrs Saunders")
+    )
+    text = (
+        "Alison Saunders ruled. Alison Saunders spoke. Alison Saunders left. Pete Saunders, "
+        "no relation, objected. Mrs Saunders declined."
+    )
+    assert groups(nlp, text) == [
+        ["Alison Saunders", "Alison Saunders", "Alison Saunders", "Mrs Saunders"],
+        ["Pete Saunders"],
+    ]
+
+
+def test_the_name_list_knows_first_names_and_their_gender():
+    from attentive_reader.corpus.names import first_name_gender, is_first_name
+
+    assert first_name_gender("Pete") == "m" and first_name_gender("CHERYL") == "f"
+    assert first_name_gender("Jamie") is None and is_first_name("Jamie")
+    assert not is_first_name("Aintree") and first_name_gender("Aintree") is None
+
+
 # --- rule 11: glued names, possessives inside, place labels ------------------------------------
 
 
@@ -264,6 +311,64 @@ def test_two_names_glued_by_a_lost_full_stop_are_cut():
     nlp = ruler(("PERSON", "Natalia Moon"), ("GPE", "Natalia"), ("PERSON", "Moon"))
     text = "Natalia Moon sang. Her maid, also named Natalia, cooked. Moon smiled."
     assert groups(nlp, text) == [["Natalia Moon", "Moon"], ["Natalia"]]
+
+
+def test_a_word_that_is_no_first_name_before_someone_elses_surname_is_cut():
+    # A caption that lost its full stop: "... at Aintree Treadwell's contented look", the
+    # jockey being "Liam Treadwell". "Aintree" is no first name, and "Treadwell" is the
+    # surname of another full name of the story: two names, and the racecourse stays apart.
+    nlp = ruler(
+        ("PERSON", "Aintree"),
+        ("PERSON", "Liam Treadwell"),
+        ("PERSON", "Aintree Treadwell"),
+        ("PERSON", "Treadwell"),
+    )
+    text = (
+        "In Aintree's unsaddling area the horse rested. His jockey Liam Treadwell smiled. "
+        "The horse won the race at Aintree Treadwell's contented look said it all. "
+        "'I am delighted,' said Treadwell."
+    )
+    assert groups(nlp, text) == [
+        ["Aintree", "Aintree"],
+        ["Liam Treadwell", "Treadwell", "Treadwell"],
+    ]
+    # Guards: a known first name ("Ronnie Treadwell" is his brother) and initials ("B.B.
+    # King" beside "Claudette King") keep the name whole.
+    for head in ("Ronnie", "B.B."):
+        nlp = ruler(
+            ("PERSON", head),
+            ("PERSON", "Liam Treadwell"),
+            ("PERSON", f"{head} Treadwell"),
+        )
+        text = f"{head} came. Liam Treadwell rode. {head} Treadwell watched."
+        found = groups(nlp, text)
+        assert [f"{head} Treadwell"] in [g[-1:] for g in found], (head, found)
+
+
+def test_a_place_never_joins_a_full_name_by_the_first_name_rule():
+    # "Essex" the county (NORP / GPE to NER, a known place) stays apart from "Joey Essex".
+    nlp = ruler(("PERSON", "Joey Essex"), ("GPE", "Essex"))
+    text = "Joey Essex came. He starred in The Only Way is Essex, filmed in Essex."
+    assert groups(nlp, text) == [["Joey Essex"], ["Essex", "Essex"]]
+    # "Jordan" is a known place too, but also a first name the list knows: it joins.
+    nlp = ruler(("PERSON", "Jordan Henderson"), ("PERSON", "Jordan"))
+    text = "Jordan Henderson captains Liverpool. Jordan scored twice."
+    assert groups(nlp, text) == [["Jordan Henderson", "Jordan"]]
+    # A word NER calls a person in fewer than a third of its mentions, and that the name
+    # list does not know, is no first name: the headland "Trevose" stays apart.
+    text = "Trevose Smith walked past Trevose , Trevose and Trevose . Trevose waved ."
+    spans = [(0, 2, "PERSON"), (4, 5, "LOC"), (6, 7, "LOC"), (8, 9, "LOC"), (10, 11, "PERSON")]
+    assert labelled_groups(text, spans) == [["Trevose Smith"], ["Trevose"] * 4]
+    # Named as a person more often, it joins ("Aliesha", GPE to NER in four of nine
+    # mentions, is "Aliesha Peterson").
+    spans = [(0, 2, "PERSON"), (4, 5, "LOC"), (6, 7, "PERSON"), (8, 9, "LOC"), (10, 11, "PERSON")]
+    assert labelled_groups(text, spans) == [["Trevose Smith", *["Trevose"] * 4]]
+
+
+def test_a_place_and_its_demonym_never_join_a_longer_name_that_is_no_place():
+    nlp = ruler(("PERSON", "Ipsos MORI Scotland"), ("GPE", "Scotland"), ("NORP", "Scottish"))
+    text = "A poll by Ipsos MORI Scotland found that Scottish voters in Scotland agree."
+    assert groups(nlp, text) == [["Ipsos MORI Scotland"], ["Scottish", "Scotland"]]
 
 
 def test_a_possessive_inside_a_name_is_cut_to_its_owner():
@@ -345,7 +450,8 @@ def test_a_highlight_form_of_an_article_entity_gets_its_marker():
 
 def test_the_grouping_rules_version_is_recorded():
     info = grouping_info()
-    assert info["rules_version"] == GROUPING_RULES_VERSION >= 3
+    assert info["rules_version"] == GROUPING_RULES_VERSION >= 4
+    assert info["name_tables"]["first_names"].startswith("corpus/name_genders.json")
     assert info["name_tables"]["countryinfo"]
 
 
