@@ -146,7 +146,25 @@ def _is_demonym(words: Sequence[str]) -> bool:
     return is_place(key) and canonical_form(key) != key and key[-1].endswith(_DEMONYM_ENDINGS)
 
 
-def _trim(span: Span) -> tuple[int, int]:
+# Words before a first name that belong to the name (titles, royal and religious ranks,
+# kin): never cut as a bad leading word ("Prince George" must not become "George").
+KEPT_LEADING_WORDS = frozenset(
+    (
+        "prince princess king queen duke duchess earl count countess baron baroness pope "
+        "saint st cardinal archbishop bishop father sister brother uncle aunt imam sheikh "
+        "rabbi pastor emperor empress tsar sultan"
+    ).split()
+)
+
+
+def _kept_leading_word(word: str) -> bool:
+    from attentive_reader.corpus.grouping import TITLES  # grouping imports this module
+
+    bare = word.lower().rstrip(".")
+    return bare in KEPT_LEADING_WORDS or (bare,) in TITLES
+
+
+def _trim(span: Span, lowercase_words: frozenset[str] = frozenset()) -> tuple[int, int]:
     start, end = span.start, span.end
     doc = span.doc
     while start < end and (
@@ -168,6 +186,18 @@ def _trim(span: Span) -> tuple[int, int]:
                 start > 0 and _is_demonym([doc[start - 1].text, word.text])
             ):
                 start += 1
+            elif (
+                end - start >= 3
+                and (word.is_upper or word.lower_ in lowercase_words)
+                and word.is_alpha
+                and not is_first_name(word.text)
+                and not _kept_leading_word(word.text)
+                and doc[start + 1].text[:1].isupper()
+                and is_first_name(doc[start + 1].text)
+            ):
+                # A caption's word before a first name and a surname: "RIP Stan Freberg",
+                # "Shocked Terry Cooper" (when the article writes "shocked" in lowercase).
+                start += 1
             else:
                 break
     if start < end and _glued_prefix(doc, start):  # "anti-Saudi": the prefix is part of it
@@ -179,10 +209,11 @@ def find_mentions(doc: Doc, labels: Iterable[str]) -> list[Mention]:
     """The trimmed mentions of ``doc.ents`` whose label is in ``labels``, in order."""
     keep = set(labels)
     mentions = []
+    lowercase_words = frozenset(t.text for t in doc if t.is_lower and t.is_alpha)
     for ent in doc.ents:
         if ent.label_ not in keep:
             continue
-        start, end = _trim(ent)
+        start, end = _trim(ent, lowercase_words)
         if start == end or (mentions and start < mentions[-1].end):
             continue
         mentions.append(_mention(doc, start, end, ent.label_))

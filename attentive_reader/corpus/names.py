@@ -146,6 +146,11 @@ def canonical_form(key: Key) -> Key:
     return forms.canonical.get(k, k)
 
 
+def is_known_form(key: Key) -> bool:
+    """Whether a table knows ``key`` as a name or a form of one ("United States", "Iranian")."""
+    return form_key(key) in name_forms().canonical
+
+
 def is_place(key: Key) -> bool:
     """Whether a table names ``key`` as a place (a country, capital, province, continent)."""
     return form_key(key) in name_forms().places
