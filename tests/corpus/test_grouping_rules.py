@@ -131,6 +131,67 @@ def test_a_surname_joins_the_person_named_far_more():
     assert groups(nlp, text) == [["Richie Benaud"], ["Lou Benaud"], ["Benaud"]]
 
 
+def test_a_surname_named_twice_goes_to_the_story_lead():
+    # "Stan Freberg" named first and twice, his daughter "Donna Freberg" once: the bare
+    # surname is his (twice as often, and the story's lead), though he is named only twice.
+    nlp = ruler(("PERSON", "Stan Freberg"), ("PERSON", "Donna Freberg"), ("PERSON", "Freberg"))
+    text = (
+        "Stan Freberg died. Freberg was 88. His daughter Donna Freberg confirmed it. "
+        "Fans mourned Stan Freberg."
+    )
+    assert groups(nlp, text) == [
+        ["Stan Freberg", "Freberg", "Stan Freberg"],
+        ["Donna Freberg"],
+    ]
+    # Guards: the one named first but not twice as often, or twice as often but named
+    # after the other, does not take it.
+    text = "Stan Freberg died. Freberg was 88. Donna Freberg spoke. Stan Freberg sang."
+    text += " Donna Freberg wept."
+    assert len(groups(nlp, text)) == 3
+    text = "Donna Freberg spoke. Freberg was 88. Stan Freberg died. Stan Freberg sang."
+    assert len(groups(nlp, text)) == 3
+
+
+def test_a_name_after_a_hyphen_is_no_trailing_part():
+    # "Williams-Mercedes" (a team and its engine): "Mercedes" is another name.
+    nlp = ruler(("ORG", "Williams-Mercedes"), ("ORG", "Mercedes"))
+    text = "The Williams-Mercedes car was fast. Mercedes won."
+    assert groups(nlp, text) == [["Williams-Mercedes"], ["Mercedes"]]
+    # Guard: an Arabic article stays part of the name ("Sadr" is "Muqtada al-Sadr").
+    nlp = ruler(("PERSON", "Muqtada al-Sadr"), ("PERSON", "Sadr"))
+    assert groups(nlp, "Muqtada al-Sadr spoke. Sadr left.") == [["Muqtada al-Sadr", "Sadr"]]
+
+
+def test_the_short_name_of_an_organisation_joins_it():
+    nlp = ruler(("ORG", "Southwest Airlines"), ("ORG", "Southwest"))
+    text = "Southwest Airlines grounded planes. Southwest said sorry."
+    assert groups(nlp, text) == [["Southwest Airlines", "Southwest"]]
+    nlp = ruler(("PRODUCT", "Progress 59"), ("PRODUCT", "Progress"))
+    text = "The Progress 59 spacecraft spun. Russia lost Progress."
+    assert groups(nlp, text) == [["Progress 59", "Progress"]]
+    # Guards: a place ("Atlanta" the city, not the team), a longer name of another kind
+    # ("Duke Chapel" is no organisation word), two such names ("Duke University" and
+    # "Duke Hospital"), and an acronym of another name ("NFL" ~ "National Football League",
+    # not "NFL Network").
+    nlp = ruler(("ORG", "Atlanta Falcons"), ("GPE", "Atlanta"))
+    assert groups(nlp, "The Atlanta Falcons lost. Atlanta mourned.") == [
+        ["Atlanta Falcons"],
+        ["Atlanta"],
+    ]
+    nlp = ruler(("ORG", "Duke University"), ("FAC", "Duke Chapel"), ("ORG", "Duke"))
+    text = "Duke University spoke. Duke Chapel rang. Duke said no."
+    assert groups(nlp, text) == [["Duke University", "Duke"], ["Duke Chapel"]]
+    nlp = ruler(("ORG", "Duke University"), ("ORG", "Duke Foundation"), ("ORG", "Duke"))
+    text = "Duke University spoke. The Duke Foundation paid. Duke said no."
+    assert len(groups(nlp, text)) == 3
+    nlp = ruler(("ORG", "NFL Network"), ("ORG", "National Football League"), ("ORG", "NFL"))
+    text = "The National Football League spoke. NFL Network aired it. The NFL said no."
+    assert groups(nlp, text) == [
+        ["National Football League", "NFL"],
+        ["NFL Network"],
+    ]
+
+
 def test_a_full_name_labelled_work_of_art_still_takes_its_surname():
     nlp = ruler(("WORK_OF_ART", "Tomasz Lazar"), ("PERSON", "Lazar"))
     assert groups(nlp, "The photographer Tomasz Lazar won. Lazar said.") == [
@@ -150,6 +211,40 @@ def test_bad_leading_words_are_cut_from_a_name():
     # Guard: "Said" that starts a sentence is a first name ("Said Kouachi").
     nlp = ruler(("PERSON", "Said Kouachi"))
     assert groups(nlp, "Police came. Said Kouachi fled.") == [["Said Kouachi"]]
+
+
+def test_a_caption_word_before_a_first_name_and_surname_is_cut():
+    # All capitals, or written in lowercase elsewhere in the story, no first name, and
+    # followed by a first name: "RIP Stan Freberg" is "Stan Freberg".
+    nlp = ruler(
+        ("PERSON", "Stan Freberg"),
+        ("PERSON", "RIP Stan Freberg"),
+        ("PERSON", "Shocked Terry Cooper"),
+    )
+    text = (
+        "Stan Freberg died. A fan wrote: RIP Stan Freberg. Fans were shocked. "
+        "Shocked Terry Cooper spoke."
+    )
+    assert groups(nlp, text) == [["Stan Freberg", "Stan Freberg"], ["Terry Cooper"]]
+    # Guards: a title or royal rank ("Prince George" must not become "George"), a first
+    # name ("Will Smith", though "will" is a word), a word the story never writes in
+    # lowercase ("Manchester"), and initials before one surname ("AP McCoy").
+    nlp = ruler(
+        ("PERSON", "Prince George"),
+        ("PERSON", "Will Smith"),
+        ("PERSON", "AP McCoy"),
+        ("PERSON", "President Barack Obama"),
+    )
+    text = (
+        "The prince smiled. Prince George waved. Will Smith will act. AP McCoy won. "
+        "The president spoke: President Barack Obama."
+    )
+    assert groups(nlp, text) == [
+        ["Prince George"],
+        ["Will Smith"],
+        ["AP McCoy"],
+        ["President Barack Obama"],
+    ]
 
 
 def test_a_first_name_before_the_full_name_joins_it_when_always_a_person():
