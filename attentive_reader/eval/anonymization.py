@@ -167,8 +167,9 @@ def cluster_interval(
         entry[1] += 1.0
     if len(totals) < 2:
         return 0.0
-    sums = [t[0] for t in totals.values()]
-    counts = [t[1] for t in totals.values()]
+    ordered = [totals[c] for c in sorted(totals)]  # the same draws whatever the input order
+    sums = [t[0] for t in ordered]
+    counts = [t[1] for t in ordered]
     n = len(sums)
     rng = random.Random(seed)
     draws = []
