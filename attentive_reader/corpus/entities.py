@@ -30,6 +30,7 @@ from spacy.tokens import Doc, Span
 from attentive_reader.corpus.anonymize import normalize_name
 from attentive_reader.corpus.names import (
     HYPHENS,
+    TITLES,
     canonical_form,
     form_key,
     forms_of,
@@ -158,8 +159,6 @@ KEPT_LEADING_WORDS = frozenset(
 
 
 def _kept_leading_word(word: str) -> bool:
-    from attentive_reader.corpus.grouping import TITLES  # grouping imports this module
-
     bare = word.lower().rstrip(".")
     return bare in KEPT_LEADING_WORDS or (bare,) in TITLES
 
@@ -231,7 +230,7 @@ def _mention(doc: Doc, start: int, end: int, label: str) -> Mention:
 
 
 def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
-    """Cut a mention that is two of the story's names glued together (rule 11).
+    """Cut a mention that is two of the story's names glued together (docs: "Mentions").
 
     A caption or heading that lost its full stop runs into the next sentence about a person:
     "... against Valencia Enrique said", "for McLaren Fernando Alonso starts 18th". NER reads

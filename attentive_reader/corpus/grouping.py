@@ -24,8 +24,14 @@ Later rules (issue 14; docs/anonymization.md has an example of each): demonyms, 
 plurals and acronyms (``canonical_key``), first names and middle names (rule 4), a title
 before a name is ignored ("Mr Yeaman" is "Yeaman", rule 10, with a guard for a relative of
 the other gender), and a mention that is two names glued together by a lost full stop, or a
-name with a possessive inside, is cut (``corpus.entities._split_glued``, rule 11). The
-labels GPE, LOC and FAC agree with each other.
+name with a possessive inside, is cut (``corpus.entities._split_glued``). The
+labels GPE, LOC and FAC agree with each other. Version 4: a gendered title never joins a
+full name whose first name is of the other gender ("Mrs Saunders" / "Pete Saunders", by
+``names.first_name_gender``); a known place, or a word NER mostly calls a place, is a first
+name only when the first-name list knows it; a place's demonym never joins a longer name
+that is no place; a surname named twice goes to the story's lead when the other full names
+are named half as often; a name after a hyphen is no trailing part ("Williams-Mercedes");
+the short name of one organisation joins it (rule 11: "Southwest" ~ "Southwest Airlines").
 
 Entities are numbered (``Entity.id``) by their first NER mention in the document.
 """
@@ -46,7 +52,10 @@ from attentive_reader.corpus.entities import (
     is_prefixed,
 )
 from attentive_reader.corpus.names import (
+    FEMALE_TITLES,
     HYPHENS,
+    MALE_TITLES,
+    TITLES,
     canonical_form,
     first_name_gender,
     form_key,
@@ -82,43 +91,10 @@ def grouping_info() -> dict:
     }
 
 
-# Titles before a person's name, ignored when grouping (rule 10): "Mr Yeaman" is "Yeaman",
-# "President Barack Obama" is "Barack Obama". Compared without a final dot ("Rev." = "Rev").
-# Royal and religious titles are left out: what follows them is a first name ("Prince
-# George", "Pope Francis"), which must not then join another "George ..." as a surname would.
-MALE_TITLES = frozenset({"mr", "mister", "sir", "lord"})
-FEMALE_TITLES = frozenset({"mrs", "ms", "miss", "dame", "lady"})
-TITLES: frozenset[Key] = frozenset(
-    {(t,) for t in MALE_TITLES | FEMALE_TITLES}
-    | {
-        (t,)
-        for t in (
-            "dr doctor prof professor rev reverend president senator sen rep congressman "
-            "congresswoman governor gov mayor judge justice chancellor minister secretary "
-            "general gen colonel col major maj captain capt lieutenant lt sergeant sgt "
-            "officer detective det constable inspector chief coach commissioner ambassador"
-        ).split()
-    }
-    | {
-        ("prime", "minister"),
-        ("first", "minister"),
-        ("vice", "president"),
-        ("first", "lady"),
-        ("chief", "executive"),
-        ("secretary", "of", "state"),
-        ("attorney", "general"),
-        ("supreme", "leader"),
-        ("det", "sgt"),
-        ("det", "insp"),
-        ("detective", "sergeant"),
-        ("detective", "inspector"),
-        ("chief", "inspector"),
-    }
-)
 _LONGEST_TITLE = max(len(t) for t in TITLES)
 
 # The words after a short name that make it the name of an organisation, a team or a craft
-# (rule 12): "Southwest" ~ "Southwest Airlines", "Amnesty" ~ "Amnesty International",
+# (rule 11): "Southwest" ~ "Southwest Airlines", "Amnesty" ~ "Amnesty International",
 # "Fox" ~ "Fox News". Curated for this toolkit from real CNN / Daily Mail stories.
 ORGANISATION_WORDS = frozenset(
     (
@@ -384,7 +360,7 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
             and labels[key] & (GROUP_LABELS | {"PRODUCT", "FAC", "PERSON"})
             and not is_place(key)
         ):
-            # Rule 12: the short name of exactly one organisation or craft it starts,
+            # Rule 11: the short name of exactly one organisation or craft it starts,
             # followed only by words such as "Airlines", "University" or a number
             # ("Southwest" ~ "Southwest Airlines", "Progress" ~ "Progress 59"). Guards: a
             # place never ("Atlanta" is not "Atlanta Falcons"), nor a longer name of

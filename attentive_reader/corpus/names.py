@@ -44,6 +44,39 @@ def form_key(words: Iterable[str]) -> Key:
     return tuple(word_form(w) for w in words if w not in HYPHENS)
 
 
+# Titles before a person's name, ignored when grouping (rule 10): "Mr Yeaman" is "Yeaman",
+# "President Barack Obama" is "Barack Obama". Compared without a final dot ("Rev." = "Rev").
+# Royal and religious titles are left out: what follows them is a first name ("Prince
+# George", "Pope Francis"), which must not then join another "George ..." as a surname would.
+MALE_TITLES = frozenset({"mr", "mister", "sir", "lord"})
+FEMALE_TITLES = frozenset({"mrs", "ms", "miss", "dame", "lady"})
+TITLES: frozenset[Key] = frozenset(
+    {(t,) for t in MALE_TITLES | FEMALE_TITLES}
+    | {
+        (t,)
+        for t in (
+            "dr doctor prof professor rev reverend president senator sen rep congressman "
+            "congresswoman governor gov mayor judge justice chancellor minister secretary "
+            "general gen colonel col major maj captain capt lieutenant lt sergeant sgt "
+            "officer detective det constable inspector chief coach commissioner ambassador"
+        ).split()
+    }
+    | {
+        ("prime", "minister"),
+        ("first", "minister"),
+        ("vice", "president"),
+        ("first", "lady"),
+        ("chief", "executive"),
+        ("secretary", "of", "state"),
+        ("attorney", "general"),
+        ("supreme", "leader"),
+        ("det", "sgt"),
+        ("det", "insp"),
+        ("detective", "sergeant"),
+        ("detective", "inspector"),
+        ("chief", "inspector"),
+    }
+)
 HYPHENS = frozenset({"-", "–", "—"})
 # Typographic variants of the apostrophe, written as the plain one: "O’Toole" = "O'Toole".
 _PLAIN_QUOTES = str.maketrans({"’": "'", "‘": "'", "`": "'", "ʼ": "'"})
