@@ -5,7 +5,9 @@ Reads a dataset made by ``attentive-reader preprocess`` (all its splits together
 the non-neural baselines beside Hermann et al. (2015)'s, entities and questions per
 document, the share of answers whose entity has a second marker with a related name
 (alias, demonym, plural, acronym, surname, first name: a probably split entity) and the
-share of queries holding a context entity's name as plain words::
+share of queries holding a context entity's name as plain words. The baselines are
+expected accuracies under a random tie-break (as on the DeepMind data, whose markers are
+permuted per document); ± is half the 95% cluster-bootstrap interval over documents::
 
     python scripts/anonymization_report.py data/cnn_test --published cnn --json report.json
 
@@ -70,9 +72,12 @@ def main(argv: list[str] | None = None) -> int:
             value += f" ± {report['intervals'][key]}"
         lines.append([label, value, *("" if p is None else str(p) for p in published)])
     print(f"{args.dataset}: {report['questions']} questions, {report['documents']} documents")
-    print("(± : half-width of the 95% interval, in points)")
+    print("(± : half-width of the 95% cluster-bootstrap interval over documents, in points;")
+    print(" baselines: expected accuracy when ties are broken at random)")
     for line in lines:
         print("| " + " | ".join(line) + " |")
+    first = ", ".join(f"{k} {v}" for k, v in report["first_occurrence"].items())
+    print(f"baselines with ties broken by first occurrence: {first}")
     if report["related_kinds"]:
         kinds = ", ".join(f"{k} {n}" for k, n in report["related_kinds"].items())
         print(f"related second markers by kind: {kinds}")

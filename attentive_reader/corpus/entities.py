@@ -30,9 +30,11 @@ from spacy.tokens import Doc, Span
 from attentive_reader.corpus.anonymize import normalize_name
 from attentive_reader.corpus.names import (
     HYPHENS,
+    TITLES,
     canonical_form,
     form_key,
     forms_of,
+    is_first_name,
     is_place,
     word_form,
 )
@@ -145,7 +147,23 @@ def _is_demonym(words: Sequence[str]) -> bool:
     return is_place(key) and canonical_form(key) != key and key[-1].endswith(_DEMONYM_ENDINGS)
 
 
-def _trim(span: Span) -> tuple[int, int]:
+# Words before a first name that belong to the name (titles, royal and religious ranks,
+# kin): never cut as a bad leading word ("Prince George" must not become "George").
+KEPT_LEADING_WORDS = frozenset(
+    (
+        "prince princess king queen duke duchess earl count countess baron baroness pope "
+        "saint st cardinal archbishop bishop father sister brother uncle aunt imam sheikh "
+        "rabbi pastor emperor empress tsar sultan"
+    ).split()
+)
+
+
+def _kept_leading_word(word: str) -> bool:
+    bare = word.lower().rstrip(".")
+    return bare in KEPT_LEADING_WORDS or (bare,) in TITLES
+
+
+def _trim(span: Span, lowercase_words: frozenset[str] = frozenset()) -> tuple[int, int]:
     start, end = span.start, span.end
     doc = span.doc
     while start < end and (
@@ -167,6 +185,18 @@ def _trim(span: Span) -> tuple[int, int]:
                 start > 0 and _is_demonym([doc[start - 1].text, word.text])
             ):
                 start += 1
+            elif (
+                end - start >= 3
+                and (word.is_upper or word.lower_ in lowercase_words)
+                and word.is_alpha
+                and not is_first_name(word.text)
+                and not _kept_leading_word(word.text)
+                and doc[start + 1].text[:1].isupper()
+                and is_first_name(doc[start + 1].text)
+            ):
+                # A caption's word before a first name and a surname: "RIP Stan Freberg",
+                # "Shocked Terry Cooper" (when the article writes "shocked" in lowercase).
+                start += 1
             else:
                 break
     if start < end and _glued_prefix(doc, start):  # "anti-Saudi": the prefix is part of it
@@ -178,10 +208,11 @@ def find_mentions(doc: Doc, labels: Iterable[str]) -> list[Mention]:
     """The trimmed mentions of ``doc.ents`` whose label is in ``labels``, in order."""
     keep = set(labels)
     mentions = []
+    lowercase_words = frozenset(t.text for t in doc if t.is_lower and t.is_alpha)
     for ent in doc.ents:
         if ent.label_ not in keep:
             continue
-        start, end = _trim(ent)
+        start, end = _trim(ent, lowercase_words)
         if start == end or (mentions and start < mentions[-1].end):
             continue
         mentions.append(_mention(doc, start, end, ent.label_))
@@ -199,7 +230,7 @@ def _mention(doc: Doc, start: int, end: int, label: str) -> Mention:
 
 
 def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
-    """Cut a mention that is two of the story's names glued together (rule 11).
+    """Cut a mention that is two of the story's names glued together (docs: "Mentions").
 
     A caption or heading that lost its full stop runs into the next sentence about a person:
     "... against Valencia Enrique said", "for McLaren Fernando Alonso starts 18th". NER reads
@@ -207,9 +238,11 @@ def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
     elsewhere a whole name, and its tail ("Enrique", "Fernando Alonso") is elsewhere a whole
     name that NER calls a person. Guards: a tail that is no person keeps the name whole
     ("New York" and "the Post" elsewhere do not cut "New York Post"), and a two-word name is
-    only cut after a known place or a name NER calls an organisation: "Ronnie" and
-    "O'Sullivan" elsewhere do not cut "Ronnie O'Sullivan", nor does a maid "Natalia" (GPE to
-    NER) cut "Natalia Moon".
+    only cut after a known place, a name NER calls an organisation, or a word that is no
+    known first name before the surname of another person of the story ("at Aintree
+    Treadwell's contented look" beside "Liam Treadwell"): "Ronnie" and "O'Sullivan"
+    elsewhere do not cut "Ronnie O'Sullivan", nor does a maid "Natalia" (GPE to NER) cut
+    "Natalia Moon".
 
     Likewise a mention with a possessive inside ("Crystal Palace's XI") is cut to its owner
     when the owner is elsewhere a whole name ("Crystal Palace"); "People's Republic of
@@ -220,6 +253,19 @@ def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
     for mention in mentions:
         count[mention.key] = count.get(mention.key, 0) + 1
         labels.setdefault(mention.key, set()).add(mention.label)
+    # Surname -> the first words of the story's two-word person names ("treadwell": liam).
+    first_words: dict[Key, set[str]] = {}
+    for key, key_labels in labels.items():
+        if len(key) == 2 and "PERSON" in key_labels:
+            first_words.setdefault(key[1:], set()).add(key[0])
+
+    def someone_elses_surname(key: Key) -> bool:
+        """ "Aintree Treadwell": "Aintree" is no first name, "Treadwell" is "Liam Treadwell"."""
+        head = key[0]
+        if not head.isalpha() or is_first_name(head):  # initials ("B.B. King") stay whole
+            return False
+        return bool(first_words.get(key[1:], set()) - {head})
+
     result = []
     for mention in mentions:
         key = mention.key
@@ -239,7 +285,12 @@ def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
                 and key[:n] in count
                 and key[n:] in count
                 and "PERSON" in labels[key[n:]]
-                and (n >= 2 or len(key) - n >= 2 or _place_or_team(key[:n], labels[key[:n]]))
+                and (
+                    n >= 2
+                    or len(key) - n >= 2
+                    or _place_or_team(key[:n], labels[key[:n]])
+                    or someone_elses_surname(key)
+                )
                 and not is_prefixed(key[n:])
             ),
             None,

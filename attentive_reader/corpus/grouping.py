@@ -24,8 +24,14 @@ Later rules (issue 14; docs/anonymization.md has an example of each): demonyms, 
 plurals and acronyms (``canonical_key``), first names and middle names (rule 4), a title
 before a name is ignored ("Mr Yeaman" is "Yeaman", rule 10, with a guard for a relative of
 the other gender), and a mention that is two names glued together by a lost full stop, or a
-name with a possessive inside, is cut (``corpus.entities._split_glued``, rule 11). The
-labels GPE, LOC and FAC agree with each other.
+name with a possessive inside, is cut (``corpus.entities._split_glued``). The
+labels GPE, LOC and FAC agree with each other. Version 4: a gendered title never joins a
+full name whose first name is of the other gender ("Mrs Saunders" / "Pete Saunders", by
+``names.first_name_gender``); a known place, or a word NER mostly calls a place, is a first
+name only when the first-name list knows it; a place's demonym never joins a longer name
+that is no place; a surname named twice goes to the story's lead when the other full names
+are named half as often; a name after a hyphen is no trailing part ("Williams-Mercedes");
+the short name of one organisation joins it (rule 11: "Southwest" ~ "Southwest Airlines").
 
 Entities are numbered (``Entity.id``) by their first NER mention in the document.
 """
@@ -36,6 +42,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from attentive_reader.corpus.entities import (
+    GROUP_LABELS,
     NAME_LABELS,
     PLACE_LABELS,
     Entity,
@@ -44,14 +51,26 @@ from attentive_reader.corpus.entities import (
     initials_of,
     is_prefixed,
 )
-from attentive_reader.corpus.names import HYPHENS, canonical_form, form_key, is_place
+from attentive_reader.corpus.names import (
+    FEMALE_TITLES,
+    HYPHENS,
+    MALE_TITLES,
+    TITLES,
+    canonical_form,
+    first_name_gender,
+    form_key,
+    is_first_name,
+    is_place,
+)
 
 # Bumped whenever a grouping rule or name table changes the entities of some story, so that
 # datasets made before and after are told apart (manifest.json, resume keys). 1: exact
 # match, trailing sub-span, ambiguity, labels; 2: the rules of issue 14 (rules 4-9); 3:
 # titles, glued captions, inner possessives, middle names, a first name before the full
-# name, typographic apostrophes, place labels agreeing (rules 4, 10, 11).
-GROUPING_RULES_VERSION = 3
+# name, typographic apostrophes, place labels agreeing (rules 4, 10, 11); 4: first names
+# and their gender (name_genders.json) in the title and first-name guards, a word that is no
+# first name before someone else's surname cut, a demonym never joining a non-place.
+GROUPING_RULES_VERSION = 4
 
 
 def grouping_info() -> dict:
@@ -64,44 +83,27 @@ def grouping_info() -> dict:
         countryinfo = None
     return {
         "rules_version": GROUPING_RULES_VERSION,
-        "name_tables": {"countryinfo": countryinfo, "curated": "corpus/name_forms.json"},
+        "name_tables": {
+            "countryinfo": countryinfo,
+            "curated": "corpus/name_forms.json",
+            "first_names": "corpus/name_genders.json (US SSA baby names, public domain)",
+        },
     }
 
 
-# Titles before a person's name, ignored when grouping (rule 10): "Mr Yeaman" is "Yeaman",
-# "President Barack Obama" is "Barack Obama". Compared without a final dot ("Rev." = "Rev").
-# Royal and religious titles are left out: what follows them is a first name ("Prince
-# George", "Pope Francis"), which must not then join another "George ..." as a surname would.
-MALE_TITLES = frozenset({"mr", "mister", "sir", "lord"})
-FEMALE_TITLES = frozenset({"mrs", "ms", "miss", "dame", "lady"})
-TITLES: frozenset[Key] = frozenset(
-    {(t,) for t in MALE_TITLES | FEMALE_TITLES}
-    | {
-        (t,)
-        for t in (
-            "dr doctor prof professor rev reverend president senator sen rep congressman "
-            "congresswoman governor gov mayor judge justice chancellor minister secretary "
-            "general gen colonel col major maj captain capt lieutenant lt sergeant sgt "
-            "officer detective det constable inspector chief coach commissioner ambassador"
-        ).split()
-    }
-    | {
-        ("prime", "minister"),
-        ("first", "minister"),
-        ("vice", "president"),
-        ("first", "lady"),
-        ("chief", "executive"),
-        ("secretary", "of", "state"),
-        ("attorney", "general"),
-        ("supreme", "leader"),
-        ("det", "sgt"),
-        ("det", "insp"),
-        ("detective", "sergeant"),
-        ("detective", "inspector"),
-        ("chief", "inspector"),
-    }
-)
 _LONGEST_TITLE = max(len(t) for t in TITLES)
+
+# The words after a short name that make it the name of an organisation, a team or a craft
+# (rule 11): "Southwest" ~ "Southwest Airlines", "Amnesty" ~ "Amnesty International",
+# "Fox" ~ "Fox News". Curated for this toolkit from real CNN / Daily Mail stories.
+ORGANISATION_WORDS = frozenset(
+    (
+        "airlines airways air university college institute school academy international "
+        "inc corp corporation company co ltd plc llc group holdings foundation trust bank "
+        "motors news network media studios pictures records entertainment party club fc "
+        "association society union federation agency"
+    ).split()
+)
 
 
 def canonical_key(key: Key, labels: Iterable[str] = (), known: Iterable[Key] = ()) -> Key:
@@ -137,15 +139,37 @@ def _name_shaped(words: Sequence[str]) -> bool:
     )
 
 
-def _dominant(candidates: Sequence[int], weight: dict[int, int]) -> int | None:
-    """The one candidate, or the one named at least twice as often as any other."""
+_NAME_PARTICLES = frozenset({"al", "el", "ad", "ash", "as", "an", "bin", "ibn", "abu", "abd", "ul"})
+
+
+def _after_hyphen(words: Sequence[str], n: int) -> bool:
+    """Whether the last ``n`` words (hyphens not counted) follow a hyphen: "Mercedes" in the
+    team "Williams-Mercedes" is another name, never a trailing part of it."""
+    seen = 0
+    for i in range(len(words) - 1, 0, -1):
+        if words[i] in HYPHENS:
+            continue
+        seen += 1
+        if seen == n:
+            # Arabic articles stay part of the name: "Sadr" is "Muqtada al-Sadr".
+            return words[i - 1] in HYPHENS and words[i - 2].lower() not in _NAME_PARTICLES
+    return False
+
+
+def _dominant(
+    candidates: Sequence[int], weight: dict[int, int], first: Sequence[int] = ()
+) -> int | None:
+    """The one candidate, or the one named at least twice as often as any other (and at
+    least 3 times, or twice when it is also the one named first: the story's lead, "Stan
+    Freberg" twice beside his daughter "Donna Freberg" once)."""
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
         return None
     ranked = sorted(candidates, key=lambda g: -weight[g])
     top, second = weight[ranked[0]], weight[ranked[1]]
-    return ranked[0] if top >= 3 and top >= 2 * second else None
+    leads = bool(first) and ranked[0] == min(candidates, key=lambda g: first[g])
+    return ranked[0] if top >= 2 * second and (top >= 3 or (top >= 2 and leads)) else None
 
 
 def _title_length(key: Key) -> int:
@@ -162,7 +186,9 @@ def _untitled_keys(mentions: Sequence[Mention], labels: dict[Key, set[str]]) -> 
 
     A gendered title is kept when the story gives the same surname the other gender's title
     more than half as often ("Miss Robertson" four times and her father "Mr Robertson" twice:
-    "Miss" goes, "Mr" stays), so two relatives are never made one person.
+    "Miss" goes, "Mr" stays), or when every full name with that surname has a first name
+    of the other gender (``names.first_name_gender``: "Mrs Saunders" beside "Pete
+    Saunders" only), so two relatives are never made one person.
     """
     gender_count: dict[tuple[Key, str], int] = {}
     cut: dict[Key, int] = {}
@@ -176,6 +202,12 @@ def _untitled_keys(mentions: Sequence[Mention], labels: dict[Key, set[str]]) -> 
         if gender is not None:
             slot = (key[n:], gender)
             gender_count[slot] = gender_count.get(slot, 0) + 1
+    # Full names by surname, with the genders of their first names ("pete saunders": m).
+    first_genders: dict[Key, set[str | None]] = {}
+    for key in labels:
+        bare = key[_title_length(key) :] if "PERSON" in labels[key] else key
+        if "PERSON" in labels[key] and 2 <= len(bare) <= 3:
+            first_genders.setdefault(bare[-1:], set()).add(first_name_gender(bare[0]))
     result = {key: key for key in labels}
     for key, n in cut.items():
         gender = _title_gender(key[0])
@@ -184,6 +216,8 @@ def _untitled_keys(mentions: Sequence[Mention], labels: dict[Key, set[str]]) -> 
             mine = gender_count.get((key[n:], gender), 0)
             if 2 * gender_count.get((key[n:], other), 0) > mine:
                 continue
+            if len(key) - n == 1 and first_genders.get(key[n:]) == {other}:
+                continue  # "Mrs Saunders" is not the story's only Saunders, "Pete Saunders"
         result[key] = key[n:]
     return result
 
@@ -215,8 +249,10 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
     labels: dict[Key, set[str]] = {}
     count: dict[Key, int] = {}
     words: dict[Key, tuple[str, ...]] = {}
+    person_count: dict[Key, int] = {}
     for i, mention in enumerate(mentions):
         key = canon[mention.key]
+        person_count[key] = person_count.get(key, 0) + (mention.label in NAME_LABELS)
         first.setdefault(key, i)
         labels.setdefault(key, set()).add(mention.label)
         count[key] = count.get(key, 0) + 1
@@ -231,8 +267,10 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
 
     def compatible(key: Key, group: int, longer: Key) -> bool:
         own, theirs = labels[key], group_labels[group]
-        if is_place(key) and own <= PLACE_LABELS and not theirs & PLACE_LABELS:
-            return False  # "Seoul" never joins "Dark Seoul" (rule 9)
+        if is_place(key) and own <= PLACE_LABELS | {"NORP"} and not theirs & PLACE_LABELS:
+            # "Seoul" never joins "Dark Seoul", nor "Scottish" / "Scotland" the pollster
+            # "Ipsos MORI Scotland" (rule 9)
+            return False
         if longer in kept_titles:
             return False  # "Robertson" joins "Summer Robertson", not her father "Mr Robertson"
         return bool(
@@ -251,10 +289,11 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
                 if len(longer) > len(key)
                 and longer[-len(key) :] == key
                 and not is_prefixed(longer)
+                and not _after_hyphen(words.get(longer, ()), len(key))
                 and compatible(key, group_of[longer], longer)
             }
         )
-        chosen = _dominant(trailing, dict(enumerate(group_count)))
+        chosen = _dominant(trailing, dict(enumerate(group_count)), group_first)
         if (
             chosen is None
             and not trailing
@@ -264,10 +303,16 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
         ):
             # Rule 4: a first name joins the one full name it starts ("Richie" ~ "Richie
             # Benaud", "Donna" in "his parents, Donna and Peter Lane" ~ "Donna Lane").
+            # Guard: a known place, or a word NER calls a place, facility or organisation
+            # in more than two thirds of its mentions, is only a first name when the name
+            # list knows it ("Aintree" the racecourse never joins "Aintree Treadwell";
+            # "Jordan" still joins "Jordan Henderson").
+            placelike = is_place(key) or 3 * person_count[key] < count[key]
             leading = {
                 group_of[longer]
                 for longer in group_of
-                if 2 <= len(longer) <= 3
+                if (not placelike or is_first_name(key[0]))
+                and 2 <= len(longer) <= 3
                 and longer[0] == key[0]
                 and longer not in kept_titles
                 and "PERSON" in group_labels[group_of[longer]]
@@ -308,6 +353,29 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
                     }
                 )
                 chosen = expanding[0] if len(expanding) == 1 else None
+        if (
+            chosen is None
+            and not trailing
+            and len(key) == 1
+            and labels[key] & (GROUP_LABELS | {"PRODUCT", "FAC", "PERSON"})
+            and not is_place(key)
+        ):
+            # Rule 11: the short name of exactly one organisation or craft it starts,
+            # followed only by words such as "Airlines", "University" or a number
+            # ("Southwest" ~ "Southwest Airlines", "Progress" ~ "Progress 59"). Guards: a
+            # place never ("Atlanta" is not "Atlanta Falcons"), nor a longer name of
+            # another kind ("Duke" joins "Duke University", not "Duke Chapel").
+            starting = sorted(
+                {
+                    group_of[longer]
+                    for longer in group_of
+                    if 2 <= len(longer) <= 3
+                    and longer[0] == key[0]
+                    and all(w in ORGANISATION_WORDS or w.isdigit() for w in longer[1:])
+                    and group_labels[group_of[longer]] & (GROUP_LABELS | {"PRODUCT", "FAC"})
+                }
+            )
+            chosen = starting[0] if len(starting) == 1 else None
         if chosen is not None:
             group_of[key] = chosen
             group_labels[chosen] |= labels[key]

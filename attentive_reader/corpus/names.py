@@ -1,12 +1,16 @@
 """Name forms as data: which words name the same place or organisation, and which are places.
 
-Two sources, merged once per process (``name_forms``):
+Three tables, each loaded once per process (``name_forms``, ``first_name_gender``):
 
 * the package ``countryinfo`` (MIT): for each of ~250 countries its common name, its
   alternative spellings ("United States of America", "USA", "Holland"), its demonym
   ("Iranian", "American"), its capital and its provinces. Codes of two or three capitals
   ("IR", "SAU") are left out, except those news writes as words (``KEPT_CODES``): "IT" or
   "CAN" must never name Italy or Canada;
+* ``name_genders.json`` beside this file: first names, and the sex they are almost only
+  given to, from the US Social Security Administration's baby-name counts (public domain;
+  ``scripts/make_name_genders.py`` rebuilds it), for the title guard of ``grouping``
+  ("Mrs Saunders" is not "Pete Saunders");
 * ``name_forms.json`` beside this file, curated for this toolkit from real CNN / Daily Mail
   stories: what countryinfo lacks (plural and short demonyms such as "Saudis", "Brits";
   continents; "U.N." / "United Nations", "ISIS" / "Islamic State").
@@ -23,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Literal
 
 Key = tuple[str, ...]
 
@@ -39,6 +44,39 @@ def form_key(words: Iterable[str]) -> Key:
     return tuple(word_form(w) for w in words if w not in HYPHENS)
 
 
+# Titles before a person's name, ignored when grouping (rule 10): "Mr Yeaman" is "Yeaman",
+# "President Barack Obama" is "Barack Obama". Compared without a final dot ("Rev." = "Rev").
+# Royal and religious titles are left out: what follows them is a first name ("Prince
+# George", "Pope Francis"), which must not then join another "George ..." as a surname would.
+MALE_TITLES = frozenset({"mr", "mister", "sir", "lord"})
+FEMALE_TITLES = frozenset({"mrs", "ms", "miss", "dame", "lady"})
+TITLES: frozenset[Key] = frozenset(
+    {(t,) for t in MALE_TITLES | FEMALE_TITLES}
+    | {
+        (t,)
+        for t in (
+            "dr doctor prof professor rev reverend president senator sen rep congressman "
+            "congresswoman governor gov mayor judge justice chancellor minister secretary "
+            "general gen colonel col major maj captain capt lieutenant lt sergeant sgt "
+            "officer detective det constable inspector chief coach commissioner ambassador"
+        ).split()
+    }
+    | {
+        ("prime", "minister"),
+        ("first", "minister"),
+        ("vice", "president"),
+        ("first", "lady"),
+        ("chief", "executive"),
+        ("secretary", "of", "state"),
+        ("attorney", "general"),
+        ("supreme", "leader"),
+        ("det", "sgt"),
+        ("det", "insp"),
+        ("detective", "sergeant"),
+        ("detective", "inspector"),
+        ("chief", "inspector"),
+    }
+)
 HYPHENS = frozenset({"-", "–", "—"})
 # Typographic variants of the apostrophe, written as the plain one: "O’Toole" = "O'Toole".
 _PLAIN_QUOTES = str.maketrans({"’": "'", "‘": "'", "`": "'", "ʼ": "'"})
@@ -141,6 +179,11 @@ def canonical_form(key: Key) -> Key:
     return forms.canonical.get(k, k)
 
 
+def is_known_form(key: Key) -> bool:
+    """Whether a table knows ``key`` as a name or a form of one ("United States", "Iranian")."""
+    return form_key(key) in name_forms().canonical
+
+
 def is_place(key: Key) -> bool:
     """Whether a table names ``key`` as a place (a country, capital, province, continent)."""
     return form_key(key) in name_forms().places
@@ -149,3 +192,32 @@ def is_place(key: Key) -> bool:
 def forms_of(canonical: Key) -> list[Key]:
     """Every known form key whose canonical name is ``canonical`` (itself included)."""
     return list(name_forms().forms.get(canonical, (canonical,)))
+
+
+Gender = Literal["m", "f"]
+
+
+@lru_cache(maxsize=1)
+def _first_names() -> dict[str, Gender | None]:
+    data = json.loads(resources.files(__package__).joinpath("name_genders.json").read_text("utf-8"))
+    table: dict[str, Gender | None] = dict.fromkeys(data["either"])
+    table.update(dict.fromkeys(data["female"], "f"))
+    table.update(dict.fromkeys(data["male"], "m"))
+    return table
+
+
+def is_first_name(word: str) -> bool:
+    """Whether ``word`` is a known first name (``name_genders.json``: US baby names).
+
+    Names from outside the US are often missing, so ``False`` is weak evidence.
+    """
+    return word_form(word) in _first_names()
+
+
+def first_name_gender(word: str) -> Gender | None:
+    """``"m"`` or ``"f"`` for a first name given almost only to men or to women, else ``None``.
+
+    >>> first_name_gender("Pete"), first_name_gender("Cheryl"), first_name_gender("Jamie")
+    ('m', 'f', None)
+    """
+    return _first_names().get(word_form(word))

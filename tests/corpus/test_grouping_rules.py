@@ -6,6 +6,7 @@ does (``split_glued_parentheses``).
 
 from __future__ import annotations
 
+import pytest
 import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -17,7 +18,12 @@ from attentive_reader.corpus.grouping import GROUPING_RULES_VERSION, group_menti
 from attentive_reader.corpus.names import canonical_form, form_key, is_place
 from attentive_reader.corpus.pipeline import split_glued_parentheses
 from attentive_reader.corpus.records import ClozeExample, Story
-from attentive_reader.eval.anonymization import anonymization_report, interval, related_kind
+from attentive_reader.eval.anonymization import (
+    anonymization_report,
+    cluster_interval,
+    interval,
+    related_kind,
+)
 
 LABELS = ent.DEFAULT_LABELS
 
@@ -32,6 +38,13 @@ def ruler(*patterns: tuple[str, str | list[dict]]) -> Language:
 
 def groups(nlp: Language, text: str) -> list[list[str]]:
     return [[m.text for m in e.mentions] for e in group_mentions(find_mentions(nlp(text), LABELS))]
+
+
+def labelled_groups(text: str, spans: list[tuple[int, int, str]]) -> list[list[str]]:
+    """Groups of a whitespace-tokenized text whose entities are given as token spans."""
+    doc = Doc(spacy.blank("en").vocab, words=text.split())
+    doc.ents = [Span(doc, start, end, label=label) for start, end, label in spans]
+    return [[m.text for m in e.mentions] for e in group_mentions(find_mentions(doc, LABELS))]
 
 
 # --- name tables ---------------------------------------------------------------------------
@@ -118,6 +131,67 @@ def test_a_surname_joins_the_person_named_far_more():
     assert groups(nlp, text) == [["Richie Benaud"], ["Lou Benaud"], ["Benaud"]]
 
 
+def test_a_surname_named_twice_goes_to_the_story_lead():
+    # "Stan Freberg" named first and twice, his daughter "Donna Freberg" once: the bare
+    # surname is his (twice as often, and the story's lead), though he is named only twice.
+    nlp = ruler(("PERSON", "Stan Freberg"), ("PERSON", "Donna Freberg"), ("PERSON", "Freberg"))
+    text = (
+        "Stan Freberg died. Freberg was 88. His daughter Donna Freberg confirmed it. "
+        "Fans mourned Stan Freberg."
+    )
+    assert groups(nlp, text) == [
+        ["Stan Freberg", "Freberg", "Stan Freberg"],
+        ["Donna Freberg"],
+    ]
+    # Guards: the one named first but not twice as often, or twice as often but named
+    # after the other, does not take it.
+    text = "Stan Freberg died. Freberg was 88. Donna Freberg spoke. Stan Freberg sang."
+    text += " Donna Freberg wept."
+    assert len(groups(nlp, text)) == 3
+    text = "Donna Freberg spoke. Freberg was 88. Stan Freberg died. Stan Freberg sang."
+    assert len(groups(nlp, text)) == 3
+
+
+def test_a_name_after_a_hyphen_is_no_trailing_part():
+    # "Williams-Mercedes" (a team and its engine): "Mercedes" is another name.
+    nlp = ruler(("ORG", "Williams-Mercedes"), ("ORG", "Mercedes"))
+    text = "The Williams-Mercedes car was fast. Mercedes won."
+    assert groups(nlp, text) == [["Williams-Mercedes"], ["Mercedes"]]
+    # Guard: an Arabic article stays part of the name ("Sadr" is "Muqtada al-Sadr").
+    nlp = ruler(("PERSON", "Muqtada al-Sadr"), ("PERSON", "Sadr"))
+    assert groups(nlp, "Muqtada al-Sadr spoke. Sadr left.") == [["Muqtada al-Sadr", "Sadr"]]
+
+
+def test_the_short_name_of_an_organisation_joins_it():
+    nlp = ruler(("ORG", "Southwest Airlines"), ("ORG", "Southwest"))
+    text = "Southwest Airlines grounded planes. Southwest said sorry."
+    assert groups(nlp, text) == [["Southwest Airlines", "Southwest"]]
+    nlp = ruler(("PRODUCT", "Progress 59"), ("PRODUCT", "Progress"))
+    text = "The Progress 59 spacecraft spun. Russia lost Progress."
+    assert groups(nlp, text) == [["Progress 59", "Progress"]]
+    # Guards: a place ("Atlanta" the city, not the team), a longer name of another kind
+    # ("Duke Chapel" is no organisation word), two such names ("Duke University" and
+    # "Duke Hospital"), and an acronym of another name ("NFL" ~ "National Football League",
+    # not "NFL Network").
+    nlp = ruler(("ORG", "Atlanta Falcons"), ("GPE", "Atlanta"))
+    assert groups(nlp, "The Atlanta Falcons lost. Atlanta mourned.") == [
+        ["Atlanta Falcons"],
+        ["Atlanta"],
+    ]
+    nlp = ruler(("ORG", "Duke University"), ("FAC", "Duke Chapel"), ("ORG", "Duke"))
+    text = "Duke University spoke. Duke Chapel rang. Duke said no."
+    assert groups(nlp, text) == [["Duke University", "Duke"], ["Duke Chapel"]]
+    nlp = ruler(("ORG", "Duke University"), ("ORG", "Duke Foundation"), ("ORG", "Duke"))
+    text = "Duke University spoke. The Duke Foundation paid. Duke said no."
+    assert len(groups(nlp, text)) == 3
+    nlp = ruler(("ORG", "NFL Network"), ("ORG", "National Football League"), ("ORG", "NFL"))
+    text = "The National Football League spoke. NFL Network aired it. The NFL said no."
+    assert groups(nlp, text) == [
+        ["National Football League", "NFL"],
+        ["NFL Network"],
+    ]
+
+
 def test_a_full_name_labelled_work_of_art_still_takes_its_surname():
     nlp = ruler(("WORK_OF_ART", "Tomasz Lazar"), ("PERSON", "Lazar"))
     assert groups(nlp, "The photographer Tomasz Lazar won. Lazar said.") == [
@@ -137,6 +211,40 @@ def test_bad_leading_words_are_cut_from_a_name():
     # Guard: "Said" that starts a sentence is a first name ("Said Kouachi").
     nlp = ruler(("PERSON", "Said Kouachi"))
     assert groups(nlp, "Police came. Said Kouachi fled.") == [["Said Kouachi"]]
+
+
+def test_a_caption_word_before_a_first_name_and_surname_is_cut():
+    # All capitals, or written in lowercase elsewhere in the story, no first name, and
+    # followed by a first name: "RIP Stan Freberg" is "Stan Freberg".
+    nlp = ruler(
+        ("PERSON", "Stan Freberg"),
+        ("PERSON", "RIP Stan Freberg"),
+        ("PERSON", "Shocked Terry Cooper"),
+    )
+    text = (
+        "Stan Freberg died. A fan wrote: RIP Stan Freberg. Fans were shocked. "
+        "Shocked Terry Cooper spoke."
+    )
+    assert groups(nlp, text) == [["Stan Freberg", "Stan Freberg"], ["Terry Cooper"]]
+    # Guards: a title or royal rank ("Prince George" must not become "George"), a first
+    # name ("Will Smith", though "will" is a word), a word the story never writes in
+    # lowercase ("Manchester"), and initials before one surname ("AP McCoy").
+    nlp = ruler(
+        ("PERSON", "Prince George"),
+        ("PERSON", "Will Smith"),
+        ("PERSON", "AP McCoy"),
+        ("PERSON", "President Barack Obama"),
+    )
+    text = (
+        "The prince smiled. Prince George waved. Will Smith will act. AP McCoy won. "
+        "The president spoke: President Barack Obama."
+    )
+    assert groups(nlp, text) == [
+        ["Prince George"],
+        ["Will Smith"],
+        ["AP McCoy"],
+        ["President Barack Obama"],
+    ]
 
 
 def test_a_first_name_before_the_full_name_joins_it_when_always_a_person():
@@ -230,6 +338,46 @@ def test_a_title_of_the_other_gender_keeps_two_relatives_apart():
     assert groups(nlp, "Lane Kiffin coached. Mr Lane spoke.") == [["Lane Kiffin"], ["Mr Lane"]]
 
 
+def test_a_gendered_title_never_joins_a_full_name_of_the_other_gender():
+    # The story names "Pete Saunders" and, later, "Mrs Saunders" (another person, the
+    # prosecutor): a woman's title never joins a man's full name.
+    nlp = ruler(("PERSON", "Pete Saunders"), ("PERSON", "Mrs Saunders"))
+    text = "Pete Saunders, a campaigner, spoke. Mrs Saunders decided. Mrs Saunders left."
+    assert groups(nlp, text) == [["Pete Saunders"], ["Mrs Saunders", "Mrs Saunders"]]
+    nlp = ruler(("PERSON", "Cheryl Silvonek"), ("PERSON", "Mr Silvonek"))
+    assert groups(nlp, "Cheryl Silvonek died. Mr Silvonek wept.") == [
+        ["Cheryl Silvonek"],
+        ["Mr Silvonek"],
+    ]
+    # Guards: the same gender ("Mrs Saunders" ~ "Alison Saunders"), a first name the list
+    # gives both sexes ("Jamie"), and a first name it does not know ("Xanthe"), join.
+    for first in ("Alison", "Jamie", "Xanthe"):
+        nlp = ruler(("PERSON", f"{first} Saunders"), ("PERSON", "Mrs Saunders"))
+        text = f"{first} Saunders spoke. Mrs Saunders decided."
+        assert groups(nlp, text) == [[f"{first} Saunders", "Mrs Saunders"]], first
+    # With a woman of that surname in the story too, the title goes and the surname is
+    # shared as usual: "Mrs Saunders" joins the one named far more.
+    nlp = ruler(
+        ("PERSON", "Pete Saunders"), ("PERSON", "Alison Saunders"), ("PERSON", "Mrs Saunders")
+    )
+    text = (
+        "Alison Saunders ruled. Alison Saunders spoke. Alison Saunders left. Pete Saunders, "
+        "no relation, objected. Mrs Saunders declined."
+    )
+    assert groups(nlp, text) == [
+        ["Alison Saunders", "Alison Saunders", "Alison Saunders", "Mrs Saunders"],
+        ["Pete Saunders"],
+    ]
+
+
+def test_the_name_list_knows_first_names_and_their_gender():
+    from attentive_reader.corpus.names import first_name_gender, is_first_name
+
+    assert first_name_gender("Pete") == "m" and first_name_gender("CHERYL") == "f"
+    assert first_name_gender("Jamie") is None and is_first_name("Jamie")
+    assert not is_first_name("Aintree") and first_name_gender("Aintree") is None
+
+
 # --- rule 11: glued names, possessives inside, place labels ------------------------------------
 
 
@@ -258,6 +406,64 @@ def test_two_names_glued_by_a_lost_full_stop_are_cut():
     nlp = ruler(("PERSON", "Natalia Moon"), ("GPE", "Natalia"), ("PERSON", "Moon"))
     text = "Natalia Moon sang. Her maid, also named Natalia, cooked. Moon smiled."
     assert groups(nlp, text) == [["Natalia Moon", "Moon"], ["Natalia"]]
+
+
+def test_a_word_that_is_no_first_name_before_someone_elses_surname_is_cut():
+    # A caption that lost its full stop: "... at Aintree Treadwell's contented look", the
+    # jockey being "Liam Treadwell". "Aintree" is no first name, and "Treadwell" is the
+    # surname of another full name of the story: two names, and the racecourse stays apart.
+    nlp = ruler(
+        ("PERSON", "Aintree"),
+        ("PERSON", "Liam Treadwell"),
+        ("PERSON", "Aintree Treadwell"),
+        ("PERSON", "Treadwell"),
+    )
+    text = (
+        "In Aintree's unsaddling area the horse rested. His jockey Liam Treadwell smiled. "
+        "The horse won the race at Aintree Treadwell's contented look said it all. "
+        "'I am delighted,' said Treadwell."
+    )
+    assert groups(nlp, text) == [
+        ["Aintree", "Aintree"],
+        ["Liam Treadwell", "Treadwell", "Treadwell"],
+    ]
+    # Guards: a known first name ("Ronnie Treadwell" is his brother) and initials ("B.B.
+    # King" beside "Claudette King") keep the name whole.
+    for head in ("Ronnie", "B.B."):
+        nlp = ruler(
+            ("PERSON", head),
+            ("PERSON", "Liam Treadwell"),
+            ("PERSON", f"{head} Treadwell"),
+        )
+        text = f"{head} came. Liam Treadwell rode. {head} Treadwell watched."
+        found = groups(nlp, text)
+        assert [f"{head} Treadwell"] in [g[-1:] for g in found], (head, found)
+
+
+def test_a_place_never_joins_a_full_name_by_the_first_name_rule():
+    # "Essex" the county (NORP / GPE to NER, a known place) stays apart from "Joey Essex".
+    nlp = ruler(("PERSON", "Joey Essex"), ("GPE", "Essex"))
+    text = "Joey Essex came. He starred in The Only Way is Essex, filmed in Essex."
+    assert groups(nlp, text) == [["Joey Essex"], ["Essex", "Essex"]]
+    # "Jordan" is a known place too, but also a first name the list knows: it joins.
+    nlp = ruler(("PERSON", "Jordan Henderson"), ("PERSON", "Jordan"))
+    text = "Jordan Henderson captains Liverpool. Jordan scored twice."
+    assert groups(nlp, text) == [["Jordan Henderson", "Jordan"]]
+    # A word NER calls a person in fewer than a third of its mentions, and that the name
+    # list does not know, is no first name: the headland "Trevose" stays apart.
+    text = "Trevose Smith walked past Trevose , Trevose and Trevose . Trevose waved ."
+    spans = [(0, 2, "PERSON"), (4, 5, "LOC"), (6, 7, "LOC"), (8, 9, "LOC"), (10, 11, "PERSON")]
+    assert labelled_groups(text, spans) == [["Trevose Smith"], ["Trevose"] * 4]
+    # Named as a person more often, it joins ("Aliesha", GPE to NER in four of nine
+    # mentions, is "Aliesha Peterson").
+    spans = [(0, 2, "PERSON"), (4, 5, "LOC"), (6, 7, "PERSON"), (8, 9, "LOC"), (10, 11, "PERSON")]
+    assert labelled_groups(text, spans) == [["Trevose Smith", *["Trevose"] * 4]]
+
+
+def test_a_place_and_its_demonym_never_join_a_longer_name_that_is_no_place():
+    nlp = ruler(("PERSON", "Ipsos MORI Scotland"), ("GPE", "Scotland"), ("NORP", "Scottish"))
+    text = "A poll by Ipsos MORI Scotland found that Scottish voters in Scotland agree."
+    assert groups(nlp, text) == [["Ipsos MORI Scotland"], ["Scottish", "Scotland"]]
 
 
 def test_a_possessive_inside_a_name_is_cut_to_its_owner():
@@ -339,7 +545,8 @@ def test_a_highlight_form_of_an_article_entity_gets_its_marker():
 
 def test_the_grouping_rules_version_is_recorded():
     info = grouping_info()
-    assert info["rules_version"] == GROUPING_RULES_VERSION >= 3
+    assert info["rules_version"] == GROUPING_RULES_VERSION >= 4
+    assert info["name_tables"]["first_names"].startswith("corpus/name_genders.json")
     assert info["name_tables"]["countryinfo"]
 
 
@@ -381,17 +588,44 @@ def test_the_report_on_two_hand_checked_questions():
     )
     report = anonymization_report([first, second])
     # Maximum frequency says @entity0 (2 occurrences) twice: right once. Exclusive frequency
-    # drops @entity0 from the second (it is in the query): right twice. Word distance, second
-    # question: @entity1 at 2 scores 0 ("@entity0" expected at 0) + 2 ("met" expected at 1,
-    # found at 3) = 2; @entity0 at 4 also scores 2 + 0 = 2, and wins the tie (seen first).
+    # drops @entity0 from the second (it is in the query): right twice. Word distance, first
+    # question: @entity0 at 0 scores 0 ("said" expected at 1, found at 1), @entity1 at 2
+    # scores 2: right. Second question: @entity1 at 2 scores 0 ("@entity0" expected at 0) +
+    # 2 ("met" expected at 1, found at 3) = 2; @entity0 at 4 also scores 2 + 0 = 2: a tie of
+    # two, credit 1/2 under a random tie-break, (1 + 1/2) / 2 = 75%. The first-occurrence
+    # predictor takes @entity0 and is wrong: 50%.
     assert (report["maximum_frequency"], report["exclusive_frequency"]) == (50.0, 100.0)
-    assert report["word_distance"] == 50.0
+    assert report["word_distance"] == 75.0
+    assert report["first_occurrence"] == {
+        "maximum_frequency": 50.0,
+        "exclusive_frequency": 100.0,
+        "word_distance": 50.0,
+    }
     assert (report["questions"], report["documents"], report["entities_per_document"]) == (2, 1, 2)
     # Both answers have a related second marker: "Benaud" is the surname of "Richie Benaud".
     assert report["related_second_marker"] == 100.0
     assert report["related_kinds"] == {"surname": 2}
     assert report["plain_name_queries"] == 0.0
-    # 95% half-width: 1.96 * sqrt(0.5 * 0.5 / 2) = 0.693; none for a share of 0 or 100%.
-    assert report["intervals"]["maximum_frequency"] == 69.3
-    assert report["intervals"]["exclusive_frequency"] == 0.0
+    # One document: a cluster bootstrap over documents cannot vary, so no interval.
+    assert report["intervals"]["maximum_frequency"] == 0.0
     assert interval(50.0, 100) == 9.8 and interval(10.0, 0) == 0.0
+
+
+def test_the_report_interval_is_a_cluster_bootstrap_over_documents():
+    # Two documents, one all right and one all wrong: a draw is both once each (50%), or one
+    # twice (0% or 100%, each with probability 1/4): the 2.5 and 97.5 percentiles are 0 and
+    # 100, half-width 50 points, however many questions each document holds.
+    assert cluster_interval([1, 1, 1, 0, 0, 0], ["a", "a", "a", "b", "b", "b"]) == 50.0
+    # Every document scores the same: no draw differs.
+    assert cluster_interval([1, 0, 1, 0], ["a", "a", "b", "b"]) == 0.0
+    # 10 documents of 5 questions answered alike (5 right, 5 wrong): the questions are not
+    # independent, and the interval is about that of 10 questions, not of 50.
+    scores = [float(d < 5) for d in range(10) for _ in range(5)]
+    docs = [str(d) for d in range(10) for _ in range(5)]
+    wide = cluster_interval(scores, docs)
+    assert interval(50.0, 50) == 13.9 and wide >= 2 * 13.9
+    assert abs(wide - interval(50.0, 10)) <= 5.0  # 31.0 for 10 independent questions
+    # Reproducible (fixed seed), and the lengths must match.
+    assert cluster_interval(scores, docs) == wide
+    with pytest.raises(ValueError, match="cluster ids"):
+        cluster_interval([1.0], [])

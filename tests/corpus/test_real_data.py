@@ -39,3 +39,35 @@ def test_real_stories_match_the_published_statistics(shared_data, tmp_path):
     assert stats["documents"] == counts["kept"]
     assert sum(manifest["examples"].values()) == stats["examples"] > 300
     assert manifest["spacy"]["name"] == MODEL and manifest["spacy"]["components"] == ["ner"]
+
+
+# Two wrong merges that issue 14 found in real Daily Mail test stories (story id prefix,
+# two names that must be two entities).
+WRONG_MERGES = (
+    ("23c3719e463500fa5c98de1e7fc61438e7f2d30a", "Mrs Saunders", "Pete Saunders"),
+    ("12c2634bbf927f28fcb4208cb01455d32a6c5d70", "Aintree", "Liam Treadwell"),
+)
+
+
+@pytest.mark.slow
+def test_known_wrong_merges_of_real_stories_stay_apart(shared_data):
+    if not spacy.util.is_package(MODEL):
+        pytest.skip(f"the spaCy model {MODEL} is not installed")
+    from attentive_reader.corpus.entities import DEFAULT_LABELS, find_mentions
+    from attentive_reader.corpus.grouping import group_mentions
+    from attentive_reader.corpus.pipeline import load_pipeline
+    from attentive_reader.corpus.sources.stories import iter_story_files
+
+    folder = shared_data / "cnn_dm_test_stories" / "dailymail"
+    nlp = load_pipeline(MODEL)
+    for story_id, one, other in WRONG_MERGES:
+        path = folder / f"{story_id}.story"
+        if not path.is_file():
+            pytest.skip(f"{path.name} is not in ../shared/data")
+        (story,) = list(iter_story_files(path))
+        entities = group_mentions(find_mentions(nlp(story.article), DEFAULT_LABELS))
+        names = [{m.text for m in e.mentions} for e in entities]
+        holding = [n for n in names if one in n or other in n]
+        # Both are found, each in an entity of its own.
+        assert any(one in n for n in names) and any(other in n for n in names), holding
+        assert not any(one in n and other in n for n in names), holding

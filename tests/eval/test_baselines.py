@@ -2,6 +2,7 @@
 
 import pytest
 
+from attentive_reader.corpus.baselines import expected_accuracy, expected_credit, tied_best
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.eval.baselines import (
     baseline_predictor,
@@ -95,3 +96,61 @@ def test_baseline_predictor_on_a_cloze_example():
     assert baseline_predictor("word_distance")(ex) == "@entity2"
     with pytest.raises(ValueError, match="choose one of"):
         baseline_predictor("nearest")  # type: ignore[arg-type]
+
+
+def _example(answer: str, query=QUERY, context=CONTEXT) -> ClozeExample:
+    return ClozeExample(
+        id=f"s_0_{answer}",
+        story_id="s",
+        context=tuple(context),
+        query=tuple(query),
+        answer=answer,
+        candidates=tuple(c for c in CANDIDATES if c in context),
+    )
+
+
+def test_tied_best_keeps_every_tied_candidate():
+    # Exclusive frequency: @entity1 is in the query; @entity0 and @entity2 tie at one mention.
+    ex = _example("@entity2")
+    assert tied_best("exclusive_frequency", ex) == ("@entity0", "@entity2")
+    assert tied_best("maximum_frequency", ex) == ("@entity1",)
+    assert tied_best("word_distance", ex) == ("@entity2",)
+    # The deterministic predictor is the first of the tied ones.
+    assert baseline_predictor("exclusive_frequency")(ex) == tied_best("exclusive_frequency", ex)[0]
+    with pytest.raises(ValueError, match="choose one of"):
+        tied_best("nearest", ex)  # type: ignore[arg-type]
+
+
+def test_expected_credit_under_a_random_tie_break():
+    # The answer among k = 2 tied candidates: 1/2, whichever of the two it is.
+    assert expected_credit("exclusive_frequency", _example("@entity2")) == 0.5
+    assert expected_credit("exclusive_frequency", _example("@entity0")) == 0.5
+    # Not among the tied best: 0; the one best: 1.
+    assert expected_credit("exclusive_frequency", _example("@entity1")) == 0.0
+    assert expected_credit("maximum_frequency", _example("@entity1")) == 1.0
+    # Three candidates tied (each once in the context): 1/3 for maximum frequency.
+    context = ["@entity0", "a", "@entity1", "b", "@entity2"]
+    assert expected_credit("maximum_frequency", _example("@entity1", context=context)) == 1 / 3
+    # Word distance, query "@placeholder b": @entity0 @0 expects b at 1 (found at 3) -> 2,
+    # @entity1 @2 -> 0 (b at 3), @entity2 @4 expects b at 5 -> 2. @entity1 alone is best;
+    # @entity0 and @entity2 would tie at 2 and are not the best.
+    query = ["@placeholder", "b"]
+    assert tied_best("word_distance", _example("@entity1", query, context)) == ("@entity1",)
+    # Query "b @placeholder": @entity0 @0 expects b at -1, found at 3 -> 4;
+    # @entity1 @2 expects b at 1 -> 2; @entity2 @4 expects b at 3 -> 0.
+    query = ["b", "@placeholder"]
+    assert tied_best("word_distance", _example("@entity2", query, context)) == ("@entity2",)
+
+
+def test_expected_accuracy_is_the_mean_credit_in_percent():
+    examples = [_example("@entity2"), _example("@entity1"), _example("@entity0")]
+    # Exclusive frequency: 1/2 + 0 + 1/2 over 3 questions = 33.3%; the first-occurrence
+    # predictor (@entity0 each time) would score 1 of 3 as well, but on other questions:
+    assert expected_accuracy("exclusive_frequency", examples) == pytest.approx(100 / 3)
+    # Maximum frequency: @entity1 alone is best: right once in 3.
+    assert expected_accuracy("maximum_frequency", examples) == pytest.approx(100 / 3)
+    assert expected_accuracy("maximum_frequency", []) == 0.0
+    # Where ties favour the first candidate, the expectation is lower than the predictor's.
+    tied = [_example("@entity0", context=["@entity0", "@entity1", "@entity2"])] * 2
+    right = sum(baseline_predictor("maximum_frequency")(ex) == ex.answer for ex in tied)
+    assert right == 2 and expected_accuracy("maximum_frequency", tied) == pytest.approx(100 / 3)
