@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import torch
@@ -91,6 +91,27 @@ class ImpatientReader(PairReader):
             ``ReaderOutput`` with ``logits`` (b, e) and ``attention`` (b, m, n): row ``i`` is
             ``s(i)``; rows of padded query positions are all 0.
         """
+        order = self.query_order(batch)
+        if order is None:
+            return self.read(batch)
+        # The fused steps read the examples longest query first: sorting the batch before
+        # it is encoded costs a few small copies, sorting the encoder's states two big ones.
+        out = self.read(_take(batch, order))
+        inverse = torch.argsort(order)  # (b,)
+        return ReaderOutput(logits=out.logits[inverse], attention=out.attention[inverse])
+
+    def query_order(self, batch: ClozeBatch) -> Tensor | None:
+        """The examples by query length, longest first, when the fused steps will read them
+        and they are not in that order yet; else ``None``."""
+        if not (isinstance(self.scorer, AdditiveScorer) and torch.is_grad_enabled()):
+            return None
+        lengths = batch.query_mask.sum(dim=1)  # (b,)
+        if bool((lengths[:-1] >= lengths[1:]).all()):
+            return None
+        return torch.argsort(lengths, descending=True, stable=True)
+
+    def read(self, batch: ClozeBatch) -> ReaderOutput:
+        """:meth:`forward` on a batch in the order given."""
         encoded = self.encode(batch)
         y_d, y_q, u = encoded.document, encoded.query, encoded.query_final  # (b, n|m, 2h), (b, 2h)
         if bf16_is_emulated(y_d):
@@ -169,12 +190,14 @@ class ImpatientReader(PairReader):
         positions = torch.arange(m, device=y_q.device)  # (m,)
         if not torch.equal(batch.query_mask, positions < lengths.unsqueeze(-1)):
             return None
-        # Longest query first: step i reads the first active[i] rows.
+        # Longest query first: step i reads the first active[i] rows (``forward`` sorts the
+        # batch before encoding it; any other order is sorted here).
         order = torch.argsort(lengths, descending=True, stable=True)  # (b,)
-        inverse = torch.argsort(order)  # (b,)
+        in_order = bool((lengths[:-1] >= lengths[1:]).all())
+        if not in_order:
+            y_d, y_q = y_d[order], y_q[order]  # (b, n, 2h), (b, m, 2h)
         sorted_lengths = lengths[order].tolist()
         active = tuple(sum(1 for n in sorted_lengths if n > i) for i in range(m))
-        y_d, y_q = y_d[order], y_q[order]  # (b, n, 2h), (b, m, 2h)
         keys = self.scorer.prepare(y_d).keys  # 2 W_dm y_d: (b, n, a)
         step = self.scorer.step_parameters()
         initial = self.initial_read.to(y_d.dtype).expand(b, -1)  # (b, 2h)
@@ -182,7 +205,9 @@ class ImpatientReader(PairReader):
             keys, y_d, y_q, initial, step.query_weight, step.vector, step.shift,
             self.recurrent_proj.weight, batch.context_mask[order], active, self.steps_workspace,
         )  # (b, 2h), (b, m, n), (b, m, n)  # fmt: skip
-        read, attention, scores = read[inverse], attention[inverse], scores[inverse]
+        if not in_order:
+            inverse = torch.argsort(order)  # (b,)
+            read, attention, scores = read[inverse], attention[inverse], scores[inverse]
         rows = torch.arange(b, device=y_q.device)
         last = (lengths - 1).clamp(min=0)  # (b,) each example's last real step
         some = (lengths > 0).unsqueeze(-1)  # (b, 1)
@@ -206,3 +231,13 @@ class ImpatientSteps:
     attention: Tensor
     last_scores: Tensor
     last_weights: Tensor
+
+
+def _take(batch: ClozeBatch, order: Tensor) -> ClozeBatch:
+    """The examples of ``batch`` in the order ``order`` (b,): every field, reordered."""
+    rows = order.tolist()
+    taken = {}
+    for item in fields(batch):
+        value = getattr(batch, item.name)
+        taken[item.name] = value[order] if isinstance(value, Tensor) else [value[i] for i in rows]
+    return replace(batch, **taken)

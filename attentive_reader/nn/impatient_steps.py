@@ -134,6 +134,7 @@ class AdditiveSteps(torch.autograd.Function):
         scores = keys.new_zeros((b, m, n))
         weights = keys.new_zeros((b, m, n))
         reads[0] = initial
+        scratch = keys.new_empty(keys.numel())  # for h * vector
         offset = 0
         for i, k in enumerate(active):
             reads[i + 1] = reads[i]
@@ -144,7 +145,10 @@ class AdditiveSteps(torch.autograd.Function):
             h = hidden[offset : offset + k * n * a].view(k, n, a)
             offset += k * n * a
             torch.add(keys[:k], u.unsqueeze(1), out=h).sigmoid_()  # (k, n, a)
-            z = torch.matmul(h, vector).sub_(shift)  # (k, n)
+            # h @ vector as a product and a sum: both use every thread (a matrix-vector
+            # product runs on one).
+            z = torch.mul(h, vector, out=scratch[: k * n * a].view(k, n, a)).sum(-1)
+            z = z.sub_(shift)  # (k, n)
             s = masked_softmax(z, context_mask[:k])  # (k, n)
             t = torch.tanh(r @ recurrent_weight.t())  # (k, d)
             reads[i + 1, :k] = torch.bmm(s.unsqueeze(1), states[:k]).squeeze(1).add_(t)
@@ -202,7 +206,7 @@ class AdditiveSteps(torch.autograd.Function):
             dr[:k] += d_pre @ recurrent_weight
             offset -= k * n * a
             h = hidden[offset : offset + k * n * a].view(k, n, a)
-            d_vector += torch.mv(h.view(-1, a).t(), g.reshape(-1))
+            d_vector += torch.bmm(g.unsqueeze(1), h).sum((0, 1))  # (a,): sum_{k,n} g H
             d_shift -= g.sum()
             slope = h.addcmul_(h, h, value=-1.0)  # H(1 - H), in place: (k, n, a)
             du = torch.bmm(g.unsqueeze(1), slope).squeeze(1) * vector  # (k, a)

@@ -32,9 +32,13 @@ def _batch():
 
 
 def _loss_and_grads(reader: ImpatientReader, batch, fused: bool):
-    reader.fused_steps_apply = lambda y_d: fused  # type: ignore[method-assign]
+    """Fused: the reader as it trains (the batch sorted by query length, the fused steps);
+    else the step-by-step loop on the batch as given. No dropout, so both read the same."""
+    if not fused:
+        reader.fused_steps_apply = lambda y_d: False  # type: ignore[method-assign]
+        reader.query_order = lambda batch: None  # type: ignore[method-assign]
+    reader.eval()
     reader.zero_grad()
-    torch.manual_seed(7)  # the same dropout masks on both paths
     out = reader(batch)
     weights = torch.randn(out.attention.shape, generator=torch.Generator().manual_seed(1))
     # Every output carries gradient: the answer and the attention rows of every step.
@@ -49,7 +53,7 @@ def test_fused_steps_give_the_step_by_step_values_and_gradients(answer_layer):
     reader, batch = _reader(answer_layer), _batch()
     assert reader.fused_steps_apply(torch.zeros(1, requires_grad=True).double())  # training
     expected, expected_grads = _loss_and_grads(reader, batch, fused=False)
-    got, grads = _loss_and_grads(reader, batch, fused=True)
+    got, grads = _loss_and_grads(_reader(answer_layer), batch, fused=True)
 
     assert torch.allclose(got.logits, expected.logits, atol=1e-10)
     assert torch.allclose(got.attention, expected.attention, atol=1e-12)
@@ -118,21 +122,49 @@ def test_fused_steps_by_hand_one_token_one_step():
 
 
 def test_a_query_with_padding_between_its_tokens_takes_the_step_by_step_path():
-    reader, batch = _reader("tied"), _batch()
+    reader, batch = _reader("tied").eval(), _batch()
     encoded = reader.encode(batch)
     assert reader.fused_steps(encoded.document, encoded.query, batch) is not None
     batch.query_mask[0, 1] = False  # a hole: the steps are not a prefix of the query
     assert reader.fused_steps(encoded.document, encoded.query, batch) is None
-    expected, expected_grads = _loss_and_grads(reader, batch, fused=False)
-    reader.fused_steps_apply = type(reader).fused_steps_apply.__get__(reader)  # type: ignore[method-assign]
-    torch.manual_seed(7)
-    assert torch.allclose(reader(batch).logits, expected.logits)
+    expected, _ = _loss_and_grads(_reader("tied"), batch, fused=False)
+    assert torch.allclose(reader(batch).logits, expected.logits, atol=1e-10)
+
+
+def test_forward_sorts_the_batch_by_query_length_and_answers_in_the_given_order():
+    reader, batch = _reader("tied").eval(), _batch()
+    order = reader.query_order(batch)
+    lengths = batch.query_mask.sum(1)
+    assert order is not None and (lengths[order][:-1] >= lengths[order][1:]).all()
+    with torch.no_grad():
+        assert reader.query_order(batch) is None  # evaluation reads step by step, unsorted
+    out = reader(batch)
+    for i in range(len(batch)):  # each example alone gives its own row
+        alone = reader(_one(batch, i))
+        assert torch.allclose(out.logits[i], alone.logits[0], atol=1e-10)
+        width = alone.attention.shape[1]
+        assert torch.allclose(out.attention[i, :width], alone.attention[0], atol=1e-12)
+
+
+def _one(batch, i):
+    """Example ``i`` of ``batch`` alone, its query padding cut to its own length."""
+    m = max(int(batch.query_mask[i].sum()), 1)
+    return type(batch)(
+        context=batch.context[i : i + 1],
+        context_mask=batch.context_mask[i : i + 1],
+        query=batch.query[i : i + 1, :m],
+        query_mask=batch.query_mask[i : i + 1, :m],
+        candidates=batch.candidates[i : i + 1],
+        answer=batch.answer[i : i + 1],
+        ids=batch.ids[i : i + 1],
+        truncated=batch.truncated[i : i + 1],
+    )
 
 
 def test_the_workspace_is_reused_after_a_backward_and_never_shared_by_two_live_graphs():
-    reader, batch = _reader("tied"), _batch()
-    expected, expected_grads = _loss_and_grads(reader, batch, fused=False)
-    reader.fused_steps_apply = type(reader).fused_steps_apply.__get__(reader)  # type: ignore[method-assign]
+    batch = _batch()
+    expected, expected_grads = _loss_and_grads(_reader("tied"), batch, fused=False)
+    reader = _reader("tied").eval()  # no dropout: every forward reads the same
     workspace = reader.steps_workspace
 
     def loss_of(out):
@@ -140,10 +172,8 @@ def test_the_workspace_is_reused_after_a_backward_and_never_shared_by_two_live_g
         return F.cross_entropy(out.logits, batch.answer) + (out.attention * weights.double()).sum()
 
     # Two forwards before either backward: the second may not overwrite the first's activations.
-    torch.manual_seed(7)
     first = loss_of(reader(batch))
     held = workspace._buffer.data_ptr()
-    torch.manual_seed(7)
     second = loss_of(reader(batch))
     assert workspace._buffer.data_ptr() == held  # the second got a fresh tensor
     for loss in (second, first):
@@ -153,8 +183,8 @@ def test_the_workspace_is_reused_after_a_backward_and_never_shared_by_two_live_g
             assert torch.allclose(reader.get_parameter(name).grad, grad, atol=1e-10), name
     del first, second
     # Both graphs are gone: the next forward takes the same buffer again.
-    torch.manual_seed(7)
     reader(batch).logits.sum().backward()
     assert workspace._buffer.data_ptr() == held
+    reader.train()
     reader.eval()
     assert workspace._buffer is None  # evaluation keeps no activations
