@@ -468,6 +468,18 @@ def targets(result: dict) -> list[Target]:
                         ratio >= 0.6,
                     )
                 )
+        additive = train.get("Attentive (additive, paper), fp32")
+        impatient = train.get("Impatient, fp32")
+        if additive and impatient:
+            ratio = impatient["ratio_vs_reference"] / additive["ratio_vs_reference"]
+            rows.append(
+                Target(
+                    "Impatient / Attentive (additive, its own scorer) examples/s, fp32",
+                    "for comparison",
+                    f"{ratio:.2f}x",
+                    None,
+                )
+            )
         attentive = train.get("Attentive (bilinear), fp32")
         if attentive:
             rows.append(
