@@ -213,7 +213,7 @@ def _script(tmp_path: Path) -> Path:
 
             @Language.component("test_slow_down")
             def _slow_down(doc):
-                time.sleep(0.1)  # slow enough that signals land mid-run on an idle machine
+                time.sleep(0.2)  # slow enough that signals land mid-run, even on a busy machine
                 return doc
 
             from attentive_reader.cli import main
@@ -243,8 +243,13 @@ def _run_until(args: list[str], out: Path, shards: int, sig: int, tmp_path: Path
             assert process.poll() is None, process.stderr.read().decode()
             assert time.monotonic() < deadline, "the run made no progress"
             time.sleep(0.01)
+        at_signal = _shards_done(out), process.poll()
         os.killpg(process.pid, sig)
         _, err = process.communicate(timeout=30)
+        if sig == signal.SIGINT and process.returncode != 130:  # say what the run had done
+            err += (
+                f"\n[test] at the signal: {at_signal[0]} shards done, exit {at_signal[1]}".encode()
+            )
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
@@ -261,7 +266,7 @@ def test_resume_after_ctrl_c_and_kill_gives_the_uninterrupted_output(corpus, tmp
 
     # Ctrl-C with two workers: exit 130, finished shards kept.
     code, err = _run_until([*args, "--num-proc", "2"], out, 2, signal.SIGINT, tmp_path)
-    assert code == 130 and "run the same command again to resume" in err
+    assert code == 130 and "run the same command again to resume" in err, (code, err)
     first = _shards_done(out)
     assert first >= 2
     # Then kill -9 of the rerun (one process), a few shards later.

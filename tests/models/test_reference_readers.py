@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attentive_reader.models import ImpatientReader
 from attentive_reader.models.base import upgrade_state_dict
 from attentive_reader.models.loading import load_reader
 from attentive_reader.nn.attention import AdditiveScorer
@@ -42,6 +43,11 @@ def test_same_parameters_and_outputs(name):
     stored = ref.state_dict(entry)
     upgrade_state_dict(stored)
     reader.load_state_dict(stored)  # strict: every key known, none missing
+    if isinstance(reader, ImpatientReader):
+        # Training sorts the batch by query length before encoding it, so each example gets
+        # another row's dropout mask than on the day of the reference: read it unsorted (the
+        # sorted path is the same maths, tests/models/test_impatient_steps.py).
+        reader.query_order = lambda batch: None  # type: ignore[method-assign]
     outputs = ref.outputs(reader)
     if any(isinstance(module, AdditiveScorer) for module in reader.modules()):
         # The additive scorer now computes tanh(z) as 2 sigmoid(2z) - 1: the same maths, so
