@@ -208,8 +208,12 @@ def _script(tmp_path: Path) -> Path:
     script.write_text(
         textwrap.dedent(
             """
-            import sys, time
+            import signal, sys, time
             from spacy.language import Language
+
+            # Ctrl-C as in a terminal, whatever this test run inherited: a shell starts a
+            # background job ("pytest &") with SIGINT ignored, and so would this run be.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
             @Language.component("test_slow_down")
             def _slow_down(doc):
