@@ -105,10 +105,7 @@ class ImpatientReader(PairReader):
         and they are not in that order yet; else ``None``."""
         if not (isinstance(self.scorer, AdditiveScorer) and torch.is_grad_enabled()):
             return None
-        lengths = batch.query_mask.sum(dim=1)  # (b,)
-        if bool((lengths[:-1] >= lengths[1:]).all()):
-            return None
-        return torch.argsort(lengths, descending=True, stable=True)
+        return _longest_first(batch.query_mask.sum(dim=1))
 
     def read(self, batch: ClozeBatch) -> ReaderOutput:
         """:meth:`forward` on a batch in the order given."""
@@ -192,20 +189,20 @@ class ImpatientReader(PairReader):
             return None
         # Longest query first: step i reads the first active[i] rows (``forward`` sorts the
         # batch before encoding it; any other order is sorted here).
-        order = torch.argsort(lengths, descending=True, stable=True)  # (b,)
-        in_order = bool((lengths[:-1] >= lengths[1:]).all())
-        if not in_order:
-            y_d, y_q = y_d[order], y_q[order]  # (b, n, 2h), (b, m, 2h)
-        sorted_lengths = lengths[order].tolist()
-        active = tuple(sum(1 for n in sorted_lengths if n > i) for i in range(m))
+        order = _longest_first(lengths)  # (b,) | None: already in that order
+        context_mask, sorted_lengths = batch.context_mask, lengths
+        if order is not None:
+            y_d, y_q, context_mask = y_d[order], y_q[order], context_mask[order]
+            sorted_lengths = lengths[order]
+        active = tuple((sorted_lengths.unsqueeze(-1) > positions).sum(dim=0).tolist())  # k(i)
         keys = self.scorer.prepare(y_d).keys  # 2 W_dm y_d: (b, n, a)
         step = self.scorer.step_parameters()
         initial = self.initial_read.to(y_d.dtype).expand(b, -1)  # (b, 2h)
         read, attention, scores = AdditiveSteps.apply(
             keys, y_d, y_q, initial, step.query_weight, step.vector, step.shift,
-            self.recurrent_proj.weight, batch.context_mask[order], active, self.steps_workspace,
+            self.recurrent_proj.weight, context_mask, active, self.steps_workspace,
         )  # (b, 2h), (b, m, n), (b, m, n)  # fmt: skip
-        if not in_order:
+        if order is not None:
             inverse = torch.argsort(order)  # (b,)
             read, attention, scores = read[inverse], attention[inverse], scores[inverse]
         rows = torch.arange(b, device=y_q.device)
@@ -231,6 +228,13 @@ class ImpatientSteps:
     attention: Tensor
     last_scores: Tensor
     last_weights: Tensor
+
+
+def _longest_first(lengths: Tensor) -> Tensor | None:
+    """The order (b,) that sorts ``lengths`` (b,) longest first, ``None`` when they are."""
+    if bool((lengths[:-1] >= lengths[1:]).all()):
+        return None
+    return torch.argsort(lengths, descending=True, stable=True)
 
 
 def _take(batch: ClozeBatch, order: Tensor) -> ClozeBatch:

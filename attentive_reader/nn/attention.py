@@ -139,13 +139,13 @@ class AdditiveScorer(AttentionScorer):
         return PreparedKeys(F.linear(keys, 2.0 * self.key_proj.weight))  # 2 W_d y_d: (b, n, a)
 
     def score_prepared(self, prepared: PreparedKeys, query: Tensor) -> Tensor:
-        projected = F.linear(query, 2.0 * self.query_proj.weight).unsqueeze(-2)  # (b, [s,] 1, a)
+        step = self.step_parameters()
+        projected = F.linear(query, step.query_weight).unsqueeze(-2)  # (b, [s,] 1, a)
         keys = prepared.keys if query.dim() == 2 else prepared.keys.unsqueeze(1)
         # In place on the fresh sum: one (b, n, a) tensor per query instead of two.
         hidden = (keys + projected).sigmoid_()  # sigmoid(2z): (b, n, a) | (b, s, n, a)
-        vector = self.vector.weight  # w: (1, a)
-        scores = F.linear(hidden, 2.0 * vector).squeeze(-1)  # (b, n) | (b, s, n)
-        return scores - vector.sum().to(scores.dtype)  # w^T tanh(z)
+        scores = F.linear(hidden, step.vector.unsqueeze(0)).squeeze(-1)  # (b, n) | (b, s, n)
+        return scores - step.shift.to(scores.dtype)  # w^T tanh(z)
 
     def step_parameters(self) -> AdditiveStepParameters:
         """The parameters of :meth:`score_prepared` in the sigmoid form (``nn/impatient_steps``)."""

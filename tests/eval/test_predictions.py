@@ -6,27 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models import GatedAttentionReader, ImpatientReader
 from attentive_reader.models.predictions import BatchPrediction, Prediction
-from tests.models.batches import random_batch
+from tests.models.batches import alone, random_batch
 
 VOCAB, ENTITIES = 60, 10
-
-
-def alone(batch: ClozeBatch, i: int) -> ClozeBatch:
-    """Example ``i`` of ``batch`` as a batch of one, without padding."""
-    n, m = int(batch.context_mask[i].sum()), int(batch.query_mask[i].sum())
-    return ClozeBatch(
-        context=batch.context[i : i + 1, :n],
-        context_mask=batch.context_mask[i : i + 1, :n],
-        query=batch.query[i : i + 1, :m],
-        query_mask=batch.query_mask[i : i + 1, :m],
-        candidates=batch.candidates[i : i + 1],
-        answer=batch.answer[i : i + 1],
-        ids=batch.ids[i : i + 1],
-        truncated=batch.truncated[i : i + 1],
-    )
 
 
 @pytest.mark.parametrize(

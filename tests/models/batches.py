@@ -162,3 +162,20 @@ def relabel(batch: ClozeBatch, permutation: torch.Tensor) -> ClozeBatch:
         candidates=candidates,
         answer=permutation[batch.answer],
     )
+
+
+def alone(batch: ClozeBatch, i: int, *, min_query: int = 0) -> ClozeBatch:
+    """Example ``i`` of ``batch`` as a batch of one, without padding (its query keeps at least
+    ``min_query`` positions: an all-padding query still has a step to read)."""
+    n = int(batch.context_mask[i].sum())
+    m = max(int(batch.query_mask[i].sum()), min_query)
+    return ClozeBatch(
+        context=batch.context[i : i + 1, :n],
+        context_mask=batch.context_mask[i : i + 1, :n],
+        query=batch.query[i : i + 1, :m],
+        query_mask=batch.query_mask[i : i + 1, :m],
+        candidates=batch.candidates[i : i + 1],
+        answer=batch.answer[i : i + 1],
+        ids=batch.ids[i : i + 1],
+        truncated=batch.truncated[i : i + 1],
+    )

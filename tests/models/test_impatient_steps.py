@@ -8,7 +8,7 @@ from torch.nn import functional as F
 
 from attentive_reader.models import ImpatientReader
 from attentive_reader.nn.impatient_steps import AdditiveSteps
-from tests.models.batches import random_batch
+from tests.models.batches import alone, random_batch
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -140,25 +140,11 @@ def test_forward_sorts_the_batch_by_query_length_and_answers_in_the_given_order(
         assert reader.query_order(batch) is None  # evaluation reads step by step, unsorted
     out = reader(batch)
     for i in range(len(batch)):  # each example alone gives its own row
-        alone = reader(_one(batch, i))
-        assert torch.allclose(out.logits[i], alone.logits[0], atol=1e-10)
-        width = alone.attention.shape[1]
-        assert torch.allclose(out.attention[i, :width], alone.attention[0], atol=1e-12)
-
-
-def _one(batch, i):
-    """Example ``i`` of ``batch`` alone, its query padding cut to its own length."""
-    m = max(int(batch.query_mask[i].sum()), 1)
-    return type(batch)(
-        context=batch.context[i : i + 1],
-        context_mask=batch.context_mask[i : i + 1],
-        query=batch.query[i : i + 1, :m],
-        query_mask=batch.query_mask[i : i + 1, :m],
-        candidates=batch.candidates[i : i + 1],
-        answer=batch.answer[i : i + 1],
-        ids=batch.ids[i : i + 1],
-        truncated=batch.truncated[i : i + 1],
-    )
+        single = reader(alone(batch, i, min_query=1))
+        assert torch.allclose(out.logits[i], single.logits[0], atol=1e-10)
+        m, n = single.attention.shape[1:]
+        assert torch.allclose(out.attention[i, :m, :n], single.attention[0], atol=1e-12)
+        assert (out.attention[i, :, n:] == 0).all()  # the context padding it was read with
 
 
 def test_the_workspace_is_reused_after_a_backward_and_never_shared_by_two_live_graphs():
