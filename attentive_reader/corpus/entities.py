@@ -216,7 +216,7 @@ def find_mentions(doc: Doc, labels: Iterable[str]) -> list[Mention]:
         if start == end or (mentions and start < mentions[-1].end):
             continue
         mentions.append(_mention(doc, start, end, ent.label_))
-    return _split_glued(doc, mentions)
+    return _extend_cut_short(doc, _split_glued(doc, mentions))
 
 
 def _place_or_team(key: Key, labels: set[str]) -> bool:
@@ -284,7 +284,17 @@ def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
                 if count[key] == 1
                 and key[:n] in count
                 and key[n:] in count
-                and "PERSON" in labels[key[n:]]
+                and (
+                    "PERSON" in labels[key[n:]]
+                    # "rivals Atletico Real Madrid attacking midfielder Isco", a PERSON to
+                    # NER, beside the teams "Atletico" and "Real Madrid"
+                    or (
+                        mention.label in NAME_LABELS
+                        and len(key) - n >= 2
+                        and not is_place(key[:n])
+                        and not labels[key[:n]] & PLACE_LABELS
+                    )
+                )
                 and (
                     n >= 2
                     or len(key) - n >= 2
@@ -301,6 +311,40 @@ def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
         head_label = sorted(labels[key[:cut]])[0]
         result.append(_mention(doc, mention.start, positions[cut - 1] + 1, head_label))
         result.append(_mention(doc, positions[cut], mention.end, mention.label))
+    return result
+
+
+def _extend_cut_short(doc: Doc, mentions: list[Mention]) -> list[Mention]:
+    """Extend a mention that NER cut short of a longer name the story writes elsewhere.
+
+    In "Real Madrid striker Karim Benzema" NER may read only "Madrid" (GPE), leaving "Real"
+    a word and the club's name a place's. When the words right before such a mention,
+    together with it, are word for word (case included) another mention of the story
+    ("Real Madrid", ORG elsewhere), the mention is that longer name, with its label. The
+    longest such name wins; a mention never grows over the mention before it.
+    """
+    templates: dict[tuple[str, ...], str] = {}
+    for mention in mentions:
+        templates.setdefault(mention.words, mention.label)
+    result: list[Mention] = []
+    for mention in mentions:
+        floor = result[-1].end if result else 0
+        best: tuple[int, str] | None = None  # (start, label) of the longest fit
+        for words, label in templates.items():
+            extra = len(words) - len(mention.words)
+            start = mention.start - extra
+            if (
+                extra > 0
+                and start >= floor
+                and (best is None or start < best[0])
+                and words[extra:] == mention.words
+                and tuple(t.text for t in doc[start : mention.start]) == words[:extra]
+            ):
+                best = (start, label)
+        if best is None:
+            result.append(mention)
+        else:
+            result.append(_mention(doc, best[0], mention.end, best[1]))
     return result
 
 

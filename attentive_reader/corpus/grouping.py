@@ -69,8 +69,11 @@ from attentive_reader.corpus.names import (
 # titles, glued captions, inner possessives, middle names, a first name before the full
 # name, typographic apostrophes, place labels agreeing (rules 4, 10, 11); 4: first names
 # and their gender (name_genders.json) in the title and first-name guards, a word that is no
-# first name before someone else's surname cut, a demonym never joining a non-place.
-GROUPING_RULES_VERSION = 4
+# first name before someone else's surname cut, a demonym never joining a non-place; 5: a
+# place joins a longer name only when that is mostly a place to NER or its other words are
+# place words, a mention NER cut short of a longer name of the story is extended to it, a
+# person's name glued before a name of several words is cut.
+GROUPING_RULES_VERSION = 5
 
 
 def grouping_info() -> dict:
@@ -102,6 +105,18 @@ ORGANISATION_WORDS = frozenset(
         "inc corp corporation company co ltd plc llc group holdings foundation trust bank "
         "motors news network media studios pictures records entertainment party club fc "
         "association society union federation agency"
+    ).split()
+)
+
+
+# Words before a place that keep it a place (rule 9: "Korea" joins "South Korea", "Wales"
+# "New South Wales", "Manchester" "Greater Manchester", "Seoul" "Downtown Seoul").
+PLACE_WORDS = frozenset(
+    (
+        "north south east west northern southern eastern western central north-east "
+        "north-west south-east south-west northeast northwest southeast southwest mid "
+        "upper lower greater new old inner outer downtown uptown metropolitan metro west-end "
+        "city county state province region republic kingdom"
     ).split()
 )
 
@@ -250,9 +265,11 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
     count: dict[Key, int] = {}
     words: dict[Key, tuple[str, ...]] = {}
     person_count: dict[Key, int] = {}
+    place_count: dict[Key, int] = {}
     for i, mention in enumerate(mentions):
         key = canon[mention.key]
         person_count[key] = person_count.get(key, 0) + (mention.label in NAME_LABELS)
+        place_count[key] = place_count.get(key, 0) + (mention.label in PLACE_LABELS)
         first.setdefault(key, i)
         labels.setdefault(key, set()).add(mention.label)
         count[key] = count.get(key, 0) + 1
@@ -263,13 +280,26 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
     group_of: dict[Key, int] = {}
     group_labels: list[set[str]] = []
     group_count: list[int] = []
+    group_places: list[int] = []  # mentions NER calls a place (GPE, LOC, FAC)
     group_first: list[int] = []
+
+    def a_place(group: int, longer: Key, n: int) -> bool:
+        """Whether ``longer``'s group is a place: NER calls it one in more than half of its
+        mentions, or the words before the last ``n`` are place words ("South Korea")."""
+        if 2 * group_places[group] > group_count[group]:
+            return True
+        return all(w in PLACE_WORDS or is_place((w,)) for w in longer[:-n])
 
     def compatible(key: Key, group: int, longer: Key) -> bool:
         own, theirs = labels[key], group_labels[group]
-        if is_place(key) and own <= PLACE_LABELS | {"NORP"} and not theirs & PLACE_LABELS:
+        if (
+            is_place(key)
+            and own <= PLACE_LABELS | {"NORP"}
+            and not a_place(group, longer, len(key))
+        ):
             # "Seoul" never joins "Dark Seoul", nor "Scottish" / "Scotland" the pollster
-            # "Ipsos MORI Scotland" (rule 9)
+            # "Ipsos MORI Scotland", nor the city "Madrid" the club "Real Madrid", which NER
+            # calls a facility once and an organisation six times (rule 9)
             return False
         if longer in kept_titles:
             return False  # "Robertson" joins "Summer Robertson", not her father "Mr Robertson"
@@ -380,11 +410,13 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
             group_of[key] = chosen
             group_labels[chosen] |= labels[key]
             group_count[chosen] += count[key]
+            group_places[chosen] += place_count[key]
             group_first[chosen] = min(group_first[chosen], first[key])
         else:
             group_of[key] = len(group_labels)
             group_labels.append(set(labels[key]))
             group_count.append(count[key])
+            group_places.append(place_count[key])
             group_first.append(first[key])
 
     members: dict[int, list[Mention]] = {}
