@@ -321,7 +321,9 @@ def _extend_cut_short(doc: Doc, mentions: list[Mention]) -> list[Mention]:
     a word and the club's name a place's. When the words right before such a mention,
     together with it, are word for word (case included) another mention of the story
     ("Real Madrid", ORG elsewhere), the mention is that longer name, with its label. The
-    longest such name wins; a mention never grows over the mention before it.
+    longest such name wins. Guards: the added words must not start in lowercase ("a State
+    Party" elsewhere leaves "a" before "State Party" a word), and a mention never grows over
+    the mention before it.
     """
     templates: dict[tuple[str, ...], str] = {}
     for mention in mentions:
@@ -335,6 +337,7 @@ def _extend_cut_short(doc: Doc, mentions: list[Mention]) -> list[Mention]:
             start = mention.start - extra
             if (
                 extra > 0
+                and not words[0].islower()  # "a State Party" gives no "a" to "State Party"
                 and start >= floor
                 and (best is None or start < best[0])
                 and words[extra:] == mention.words

@@ -567,7 +567,9 @@ def test_a_mention_ner_cut_short_of_a_longer_name_of_the_story_is_that_name():
     (example, _) = make_examples(story, doc, [nlp(h) for h in story.highlights])
     assert example.context[:6] == ("@entity0", "won", ".", "@entity0", "striker", "@entity1")
     # Guards: the words before must be the longer name word for word, case included ("a
-    # real Madrid fan" keeps "real" a word), and a mention never grows over the one before.
+    # real Madrid fan" keeps "real" a word), they must not start in lowercase ("a State
+    # Party" keeps "a" a word before "State Party"), and a mention never grows over the one
+    # before.
     text = "Real Madrid won . A real Madrid fan and Spain Real Madrid star came ."
     doc = Doc(spacy.blank("en").vocab, words=text.split())
     doc.ents = [
@@ -582,6 +584,10 @@ def test_a_mention_ner_cut_short_of_a_longer_name_of_the_story_is_that_name():
         "Spain Real",
         "Madrid",
     ]
+    text = "It is a State Party . It became a State Party today ."
+    doc = Doc(spacy.blank("en").vocab, words=text.split())
+    doc.ents = [Span(doc, 2, 5, "ORG"), Span(doc, 9, 11, "ORG")]
+    assert [m.text for m in find_mentions(doc, LABELS)] == ["a State Party", "State Party"]
 
 
 # --- tokenization ---------------------------------------------------------------------------
