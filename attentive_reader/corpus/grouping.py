@@ -32,6 +32,11 @@ name only when the first-name list knows it; a place's demonym never joins a lon
 that is no place; a surname named twice goes to the story's lead when the other full names
 are named half as often; a name after a hyphen is no trailing part ("Williams-Mercedes");
 the short name of one organisation joins it (rule 11: "Southwest" ~ "Southwest Airlines").
+Version 5: a place joins a longer name only when NER calls that name a place in most of its
+mentions or its other words are place words (``PLACE_WORDS``: the city "Madrid" stays apart
+from the club "Real Madrid", "Wales" joins "New South Wales"); ``find_mentions`` extends a
+mention NER cut short of a longer name of the story ("Real Madrid striker", where NER read
+"Madrid") and cuts a person's name glued before a longer name ("Atletico Real Madrid").
 
 Entities are numbered (``Entity.id``) by their first NER mention in the document.
 """
@@ -109,14 +114,14 @@ ORGANISATION_WORDS = frozenset(
 )
 
 
-# Words before a place that keep it a place (rule 9: "Korea" joins "South Korea", "Wales"
-# "New South Wales", "Manchester" "Greater Manchester", "Seoul" "Downtown Seoul").
+# Words before a place that keep it a place (rule 9: "Wales" joins "New South Wales",
+# "Manchester" "Greater Manchester", "Seoul" "Downtown Seoul"; a hyphen is no word of a
+# grouping key, so "South-East Asia" is "south east asia"). Curated for this toolkit.
 PLACE_WORDS = frozenset(
     (
-        "north south east west northern southern eastern western central north-east "
-        "north-west south-east south-west northeast northwest southeast southwest mid "
-        "upper lower greater new old inner outer downtown uptown metropolitan metro west-end "
-        "city county state province region republic kingdom"
+        "north south east west northern southern eastern western central northeast "
+        "northwest southeast southwest mid upper lower greater new old inner outer downtown "
+        "uptown metropolitan metro"
     ).split()
 )
 
@@ -285,7 +290,7 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
 
     def a_place(group: int, longer: Key, n: int) -> bool:
         """Whether ``longer``'s group is a place: NER calls it one in more than half of its
-        mentions, or the words before the last ``n`` are place words ("South Korea")."""
+        mentions, or the words before the last ``n`` are place words ("New South Wales")."""
         if 2 * group_places[group] > group_count[group]:
             return True
         return all(w in PLACE_WORDS or is_place((w,)) for w in longer[:-n])
@@ -299,7 +304,7 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
         ):
             # "Seoul" never joins "Dark Seoul", nor "Scottish" / "Scotland" the pollster
             # "Ipsos MORI Scotland", nor the city "Madrid" the club "Real Madrid", which NER
-            # calls a facility once and an organisation six times (rule 9)
+            # calls a facility once and an organisation five times (rule 9)
             return False
         if longer in kept_titles:
             return False  # "Robertson" joins "Summer Robertson", not her father "Mr Robertson"

@@ -537,12 +537,12 @@ def test_a_place_joins_a_longer_name_only_when_that_is_mostly_a_place():
     assert labelled_groups(text, spans) == [["Reclaim Australia"] * 2, ["Australia"]]
     # A longer name NER mostly calls a place still takes it ("the Province of Quebec", GPE
     # twice and ORG once), and so does one whose other words are place words, however
-    # seldom NER calls it a place: "New South Wales" and "Greater Manchester", organisations
-    # to NER in two of three mentions.
+    # seldom NER calls it a place: "New South Wales", "Greater Manchester" and "South-East
+    # Asia" (the hyphen is no word of the key), organisations to NER in two of three mentions.
     text = "Province of Quebec voted . Province of Quebec won . Province of Quebec and Quebec ."
     spans = [(0, 3, "GPE"), (5, 8, "ORG"), (10, 13, "GPE"), (14, 15, "GPE")]
     assert labelled_groups(text, spans) == [["Province of Quebec"] * 3 + ["Quebec"]]
-    for name in ("New South Wales", "Greater Manchester"):
+    for name in ("New South Wales", "Greater Manchester", "South - East Asia"):
         n = len(name.split())
         text = f"{name} voted . {name} won . {name} lost . {name.split()[-1]} cheered ."
         spans = [(0, n, "ORG"), (n + 2, 2 * n + 2, "ORG"), (2 * n + 4, 3 * n + 4, "GPE")]
