@@ -325,22 +325,23 @@ def _extend_cut_short(doc: Doc, mentions: list[Mention]) -> list[Mention]:
     Party" elsewhere leaves "a" before "State Party" a word), and a mention never grows over
     the mention before it.
     """
-    templates: dict[tuple[str, ...], str] = {}
+    # Each proper ending of a mention's words -> the longer names that end so, with labels.
+    longer: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
     for mention in mentions:
-        templates.setdefault(mention.words, mention.label)
+        words = mention.words
+        for n in range(1, len(words)):
+            if not words[0].islower():  # "a State Party" gives no "a" to "State Party"
+                longer.setdefault(words[n:], {}).setdefault(words, mention.label)
     result: list[Mention] = []
     for mention in mentions:
         floor = result[-1].end if result else 0
         best: tuple[int, str] | None = None  # (start, label) of the longest fit
-        for words, label in templates.items():
+        for words, label in longer.get(mention.words, {}).items():
             extra = len(words) - len(mention.words)
             start = mention.start - extra
             if (
-                extra > 0
-                and not words[0].islower()  # "a State Party" gives no "a" to "State Party"
-                and start >= floor
+                start >= floor
                 and (best is None or start < best[0])
-                and words[extra:] == mention.words
                 and tuple(t.text for t in doc[start : mention.start]) == words[:extra]
             ):
                 best = (start, label)
