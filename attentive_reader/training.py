@@ -18,6 +18,7 @@ from typing import Any
 from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
+from attentive_reader.allocator import KeepFreedMemory
 from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
 from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
@@ -108,7 +109,8 @@ def run_cli(argv: list[str]) -> ReaderCLI:
                 "default_root_dir": "runs",
                 # The data module shards batches across ranks itself (BucketBatchSampler).
                 "use_distributed_sampler": False,
-                "callbacks": [RichProgressBar(), VocabularyWriter()],
+                # Freed memory kept through the training loop on the CPU (allocator.py).
+                "callbacks": [RichProgressBar(), VocabularyWriter(), KeepFreedMemory()],
             },
             # The resolved config is saved into the run's log directory (never ./config.yaml).
             save_config_kwargs={"overwrite": True},

@@ -86,6 +86,12 @@ from torch import Tensor, nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchmark_scale as bs  # noqa: E402  (beside this script)
 
+from attentive_reader.allocator import (  # noqa: E402
+    ENVIRONMENT,
+    keep_freed_memory,
+    release_freed_memory,
+)
+
 Section = Literal["train", "encoder", "eval", "preprocess", "scale", "answer"]
 SECTIONS: tuple[str, ...] = ("train", "encoder", "eval", "preprocess", "scale", "answer")
 Device = Literal["cpu", "cuda"]
@@ -899,8 +905,17 @@ def main(argv: list[str] | None = None) -> int:
         help="train section: only the readers whose name holds one of these texts "
         "(e.g. 'Attentive (bilinear)' Impatient); the reference and the dense limit always run",
     )
+    parser.add_argument(
+        "--allocator",
+        choices=("keep", "system"),
+        default="keep",
+        help="training steps (train and answer sections): keep: freed memory stays in the "
+        "process, as in attentive-reader fit (the default); system: malloc as it is. With "
+        "keep, an entry's peak memory includes what earlier entries kept",
+    )
     parser.add_argument("--output", type=Path, default=Path("benchmark.json"))
     args = parser.parse_args(argv)
+    keep = {**os.environ, ENVIRONMENT: args.allocator}
     if args.threads < 1:
         parser.error("--threads must be at least 1")
     settings = QUICK if args.quick else FULL
@@ -950,19 +965,26 @@ def main(argv: list[str] | None = None) -> int:
         "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else None,
         "cpu_count": os.cpu_count(),
         "load_average_1min_start": os.getloadavg()[0],
+        "allocator": args.allocator,
     }
     with tempfile.TemporaryDirectory() as tmp:
         if {"train", "eval", "answer"} & set(sections):
             data = write_dataset(Path(tmp), settings)
             vocab = Path(tmp) / "vocab.json"
         if "train" in sections:
+            # Training steps run as in attentive-reader fit: freed memory kept (allocator.py).
+            allocator = keep_freed_memory(keep)
+            result["train_allocator"] = asdict(allocator)
             result["train"] = run_train(settings, data, vocab, args.threads, say, args.entries)
+            release_freed_memory()
         if "encoder" in sections:
             result["encoder"] = run_encoder(settings, settings.rounds)
         if "eval" in sections:
             result["eval"] = run_eval(settings, data, vocab, say)
         if "answer" in sections:
+            keep_freed_memory(keep)
             result["answer"] = bs.run_answer(data, vocab, settings, settings.rounds, DEVICE, say)
+            release_freed_memory()
         if "scale" in sections:
             shape = bs.CorpusShape(
                 mean_context=settings.scale_mean_context,
@@ -981,7 +1003,8 @@ def main(argv: list[str] | None = None) -> int:
     bs.print_tables(console, result)
     say(
         f"torch threads {args.threads}, load average {result['load_average_1min_start']:.1f} -> "
-        f"{result['load_average_1min_end']:.1f}, {result['seconds']:.0f} s in all"
+        f"{result['load_average_1min_end']:.1f}, {result['seconds']:.0f} s in all; "
+        f"training steps' allocator: {args.allocator}"
     )
     args.output.write_text(json.dumps(result, indent=2) + "\n")
     say(f"wrote {args.output}")

@@ -229,6 +229,23 @@ def test_bf16_mixed_precision_runs_on_cpu(toy, run_dir):
     assert torch.isfinite(trainer.callback_metrics["train_loss_step"])
 
 
+def test_fit_keeps_freed_memory_in_its_training_loop_only(toy, run_dir, monkeypatch):
+    from attentive_reader import allocator
+    from attentive_reader.training import run_cli
+
+    monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
+    seen: list[bool] = []
+    monkeypatch.setattr(
+        AttentiveReader,
+        "on_train_batch_start",
+        lambda self, batch, batch_idx: seen.append(allocator.kept()),
+    )
+    cli = run_cli(["fit", "--config", str(BASE), *fit_args(toy), "--trainer.fast_dev_run", "true"])
+    callbacks = [c for c in cli.trainer.callbacks if isinstance(c, allocator.KeepFreedMemory)]
+    assert len(callbacks) == 1 and seen == [allocator.GLIBC_SUPPORTED]
+    assert not allocator.kept()  # given back when fit ended
+
+
 def test_unknown_subcommand_and_missing_data_are_clear_errors(run_dir, capsys):
     with pytest.raises(UserError, match="first argument"):
         from attentive_reader.commands.train import main
