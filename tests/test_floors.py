@@ -26,6 +26,7 @@ FLOORS: dict[str, int] = {
     "faults": 0,
     "locking": 0,
     "run_lock": 0,
+    "allocator": 0,
     "corpus": 1,
     "nn": 1,
     "data": 1,
