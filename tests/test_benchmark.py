@@ -43,6 +43,13 @@ def test_quick_benchmark_prints_its_tables_and_writes_json(tmp_path: Path) -> No
     assert result["train"]["Dense limit (reference maths, equal-length unpadded), fp32"][
         "share_of_dense"
     ] == pytest.approx(1.0)
+    for row in result["train"].values():  # real tokens over those computed, padding included
+        assert 0 < row["real_token_share"] <= 1
+        assert row["computed_share_of_dense"] == pytest.approx(
+            row["share_of_dense"] / row["real_token_share"], rel=0.2
+        )
+    dense = result["train"]["Dense limit (reference maths, equal-length unpadded), fp32"]
+    assert dense["real_token_share"] == 1.0  # no padding at all
     assert result["cpu_model"] and result["device"] == "cpu"
     # Scale: the first process encodes, the second only opens the cache.
     for size, row in result["scale"]["sizes"].items():
