@@ -139,6 +139,9 @@ def release_freed_memory() -> bool:
     """Put malloc back (large blocks by ``mmap``, freed memory trimmed) and return the free
     memory to the kernel; nothing when it is not kept.
 
+    The settings go back to glibc's initial values (blocks over 128 KiB by ``mmap``); the
+    threshold that glibc otherwise raises as it sees large blocks freed stays at that value.
+
     Returns:
         Whether memory had been kept.
     """
