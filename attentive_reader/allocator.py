@@ -23,12 +23,15 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
+
+from attentive_reader.errors import UserError
 
 ENVIRONMENT = "ATTENTIVE_READER_ALLOCATOR"
 
@@ -117,8 +120,6 @@ def keep_freed_memory(environ: Mapping[str, str] | None = None) -> AllocatorSett
     environ = os.environ if environ is None else environ
     choice = environ.get(ENVIRONMENT, "keep").strip().lower()
     if choice not in ("keep", "system"):
-        from attentive_reader.errors import UserError
-
         raise UserError(f"{ENVIRONMENT}={choice!r}: use 'keep' (the default) or 'system'")
     if choice == "system":
         return AllocatorSetting("system", f"{ENVIRONMENT}=system")
@@ -154,6 +155,24 @@ def release_freed_memory() -> bool:
         libc.malloc_trim(0)
     _kept = False
     return True
+
+
+@contextmanager
+def freed_memory_kept(environ: Mapping[str, str] | None = None) -> Iterator[AllocatorSetting]:
+    """Keep freed memory inside the ``with`` block (a training loop written by hand), and
+    release it when the block ends, however it ends.
+
+    Args:
+        environ: the environment to read (default: ``os.environ``).
+
+    Yields:
+        What :func:`keep_freed_memory` did.
+    """
+    setting = keep_freed_memory(environ)
+    try:
+        yield setting
+    finally:
+        release_freed_memory()
 
 
 def _restore(libc: ctypes.CDLL) -> None:

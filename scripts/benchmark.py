@@ -90,11 +90,7 @@ from torch import Tensor, nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchmark_scale as bs  # noqa: E402  (beside this script)
 
-from attentive_reader.allocator import (  # noqa: E402
-    ENVIRONMENT,
-    keep_freed_memory,
-    release_freed_memory,
-)
+from attentive_reader.allocator import ENVIRONMENT, freed_memory_kept  # noqa: E402
 
 Section = Literal["train", "encoder", "eval", "preprocess", "scale", "answer"]
 SECTIONS: tuple[str, ...] = ("train", "encoder", "eval", "preprocess", "scale", "answer")
@@ -936,7 +932,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--output", type=Path, default=Path("benchmark.json"))
     args = parser.parse_args(argv)
-    keep = {**os.environ, ENVIRONMENT: args.allocator}
+    allocator_environ = {**os.environ, ENVIRONMENT: args.allocator}
     if args.threads < 1:
         parser.error("--threads must be at least 1")
     settings = QUICK if args.quick else FULL
@@ -994,18 +990,18 @@ def main(argv: list[str] | None = None) -> int:
             vocab = Path(tmp) / "vocab.json"
         if "train" in sections:
             # Training steps run as in attentive-reader fit: freed memory kept (allocator.py).
-            allocator = keep_freed_memory(keep)
-            result["train_allocator"] = asdict(allocator)
-            result["train"] = run_train(settings, data, vocab, args.threads, say, args.entries)
-            release_freed_memory()
+            with freed_memory_kept(allocator_environ) as allocator:
+                result["train_allocator"] = asdict(allocator)
+                result["train"] = run_train(settings, data, vocab, args.threads, say, args.entries)
         if "encoder" in sections:
             result["encoder"] = run_encoder(settings, settings.rounds)
         if "eval" in sections:
             result["eval"] = run_eval(settings, data, vocab, say)
         if "answer" in sections:
-            keep_freed_memory(keep)
-            result["answer"] = bs.run_answer(data, vocab, settings, settings.rounds, DEVICE, say)
-            release_freed_memory()
+            with freed_memory_kept(allocator_environ):
+                result["answer"] = bs.run_answer(
+                    data, vocab, settings, settings.rounds, DEVICE, say
+                )
         if "scale" in sections:
             shape = bs.CorpusShape(
                 mean_context=settings.scale_mean_context,

@@ -154,3 +154,12 @@ def test_a_failing_step_releases_the_memory(monkeypatch) -> None:
     with pytest.raises(ValueError, match="a bad step"):
         _trainer(allocator.KeepFreedMemory()).fit(Failing())
     assert not allocator.kept()
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc only")
+def test_the_with_block_keeps_inside_and_releases_however_it_ends() -> None:
+    with pytest.raises(ValueError, match="a bad loop"):
+        with allocator.freed_memory_kept({}) as setting:
+            assert setting.outcome == "kept" and allocator.kept()
+            raise ValueError("a bad loop")
+    assert not allocator.kept()
