@@ -11,10 +11,12 @@ import hashlib
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from attentive_reader.cli import main
+from attentive_reader.commands.download import build_parser
 from attentive_reader.corpus import drive
 from attentive_reader.corpus.catalog import CATALOG, DMQA_PAGE
 from attentive_reader.corpus.download import custom, download
@@ -251,6 +253,11 @@ def test_mirror_fetches_the_names_and_a_second_run_fetches_nothing(tmp_path, cap
         assert code == 0 and len(server.requests) == asked  # verified, not fetched again
         assert out.count(": already there,") == 4 and "0 fetched by this run" in out
     assert (dest / "cnn.tgz").read_bytes() == (served / "cnn.tgz").read_bytes()
+    # ... and read as it was downloaded.
+    data = tmp_path / "data"
+    assert main(["preprocess", str(dest / "cnn.tgz"), "--output", str(data), "--quiet"]) == 0
+    capsys.readouterr()
+    assert (data / "manifest.json").is_file()
     (dest / "url_lists" / "all_val.txt").write_text("edited\n")
     code, _, err = run(capsys, "url_lists", "--mirror", "http://127.0.0.1:9/", "--dest", str(dest))
     assert code == 2
@@ -296,3 +303,20 @@ def test_the_download_command_loads_neither_torch_nor_spacy_nor_datasets():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_docs_table_and_flags_agree_with_the_catalog_and_help():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "download.md").read_text()
+    rows = {line.split("|")[2].strip(): line for line in page.splitlines() if line.count("|") == 6}
+    for corpus in CATALOG.values():
+        for file in corpus.files:
+            row = rows[f"`{file.path}`"]
+            assert f"`{file.sha256}`" in row and file.source.split(",")[0] in row
+            assert (f"{file.size:,}" if file.size else "not published") in row
+        assert f"| `{corpus.name}` | `{corpus.files[0].path}` |" in page
+    usage = build_parser().format_help()
+    named = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]+", page)) - {"--help", "--output"}
+    named -= {"--url-lists", "--publisher", "--spacy-model", "--bind"}  # other commands' flags
+    assert named and all(flag in usage for flag in named), named - set(
+        re.findall(r"--[\w-]+", usage)
+    )
