@@ -56,8 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``attentive-reader download``."""
     parser = argparse.ArgumentParser(
         prog="attentive-reader download",
-        description="Download the public CNN / Daily Mail corpora (DeepMind's .question "
-        "archives, the .story archives, the url lists), each file checked against its "
+        description="Download the public CNN / Daily Mail corpora (DeepMind's .question\n"
+        "archives, the .story archives, the url lists), each file checked against its\n"
         "published size and SHA-256.",
         epilog=_catalog_text(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
