@@ -128,86 +128,92 @@ class LoopbackServer:
 
 
 def _handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:  # quiet
+    """The request handler class of ``server``."""
+    return type("Handler", (_Handler,), {"owner": server})
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Answers for a ``LoopbackServer`` (``owner``), as its ``Behaviour`` says."""
+
+    owner: LoopbackServer
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 (the http.server name)
+        with self.owner._lock:
+            self.owner.requests.append(Request(self.path, dict(self.headers.items())))
+        parts = urlsplit(self.path)
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        behaviour = self.owner.behaviour
+        if parts.path == "/uc" and query.get("id") in behaviour.drive:
+            return self._drive_uc(query, *behaviour.drive[query["id"]])
+        if parts.path == "/download" and query.get("id") in behaviour.drive:
+            if query.get("uuid") != UUID or query.get("confirm") != "t":
+                return self._plain(403, "text/plain", b"bad confirm form")
+            return self._file(behaviour.drive[query["id"]][0])
+        if parts.path in behaviour.missing or parts.path not in self.owner.files:
+            return self._plain(404, "text/plain", b"not found")
+        return self._file(parts.path)
+
+    def _drive_uc(self, query: dict[str, str], path: str, kind: str) -> None:
+        if kind == "quota":
+            return self._plain(200, "text/html; charset=utf-8", QUOTA_PAGE.encode())
+        if kind != "form" and query.get("confirm") == TOKEN:
+            if "download_warning" not in self.headers.get("Cookie", ""):
+                return self._plain(403, "text/plain", b"no download_warning cookie")
+            return self._file(path)
+        page = {"form": FORM_PAGE, "link": LINK_PAGE, "cookie": COOKIE_PAGE}[kind]
+        body = page.format(base=self.owner.base, id=query["id"], uuid=UUID, token=TOKEN)
+        cookie = None if kind == "form" else f"download_warning_13058876669334088843={TOKEN}"
+        self._plain(200, "text/html; charset=utf-8", body.encode(), cookie)
+
+    def _plain(self, status: int, kind: str, body: bytes, cookie: str | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        if cookie:
+            self.send_header("Set-Cookie", f"{cookie}; Path=/")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _file(self, path: str) -> None:
+        data = self.owner.files[path]
+        behaviour = self.owner.behaviour
+        start, end = 0, len(data) - 1
+        match = _RANGE.match(self.headers.get("Range", ""))
+        if match and behaviour.ranges:
+            start = int(match.group(1))
+            end = int(match.group(2)) if match.group(2) else len(data) - 1
+            if start >= len(data):
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(data)}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+        body = data[start : end + 1]
+        self.send_response(206 if match and behaviour.ranges else 200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(body)))
+        if match and behaviour.ranges:
+            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+        self.end_headers()
+        with self.owner._lock:
+            cut = behaviour.cut.pop(path, None)
+        stall = behaviour.stall.get(path)
+        try:
+            if cut is not None:
+                self.wfile.write(body[:cut])
+            elif stall is not None:
+                self.wfile.write(body[: stall[0]])
+                self.wfile.flush()
+                self.owner._stop.wait(stall[1])
+                self.wfile.write(body[stall[0] :])
+            else:
+                self.wfile.write(body)
+        except OSError:  # the client gave up (a stall's timeout)
             pass
-
-        def do_GET(self) -> None:  # noqa: N802 (the http.server name)
-            with server._lock:
-                server.requests.append(Request(self.path, dict(self.headers.items())))
-            parts = urlsplit(self.path)
-            query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-            behaviour = server.behaviour
-            if parts.path == "/uc" and query.get("id") in behaviour.drive:
-                return self._drive_uc(query, *behaviour.drive[query["id"]])
-            if parts.path == "/download" and query.get("id") in behaviour.drive:
-                if query.get("uuid") != UUID or query.get("confirm") != "t":
-                    return self._plain(403, "text/plain", b"bad confirm form")
-                return self._file(behaviour.drive[query["id"]][0])
-            if parts.path in behaviour.missing or parts.path not in server.files:
-                return self._plain(404, "text/plain", b"not found")
-            return self._file(parts.path)
-
-        def _drive_uc(self, query: dict[str, str], path: str, kind: str) -> None:
-            if kind == "quota":
-                return self._plain(200, "text/html; charset=utf-8", QUOTA_PAGE.encode())
-            if kind != "form" and query.get("confirm") == TOKEN:
-                if "download_warning" not in self.headers.get("Cookie", ""):
-                    return self._plain(403, "text/plain", b"no download_warning cookie")
-                return self._file(path)
-            page = {"form": FORM_PAGE, "link": LINK_PAGE, "cookie": COOKIE_PAGE}[kind]
-            body = page.format(base=server.base, id=query["id"], uuid=UUID, token=TOKEN)
-            cookie = None if kind == "form" else f"download_warning_13058876669334088843={TOKEN}"
-            self._plain(200, "text/html; charset=utf-8", body.encode(), cookie)
-
-        def _plain(self, status: int, kind: str, body: bytes, cookie: str | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            if cookie:
-                self.send_header("Set-Cookie", f"{cookie}; Path=/")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _file(self, path: str) -> None:
-            data = server.files[path]
-            behaviour = server.behaviour
-            start, end = 0, len(data) - 1
-            match = _RANGE.match(self.headers.get("Range", ""))
-            if match and behaviour.ranges:
-                start = int(match.group(1))
-                end = int(match.group(2)) if match.group(2) else len(data) - 1
-                if start >= len(data):
-                    self.send_response(416)
-                    self.send_header("Content-Range", f"bytes */{len(data)}")
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-            body = data[start : end + 1]
-            self.send_response(206 if match and behaviour.ranges else 200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(body)))
-            if match and behaviour.ranges:
-                self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
-            self.end_headers()
-            with server._lock:
-                cut = behaviour.cut.pop(path, None)
-            stall = behaviour.stall.get(path)
-            try:
-                if cut is not None:
-                    self.wfile.write(body[:cut])
-                elif stall is not None:
-                    self.wfile.write(body[: stall[0]])
-                    self.wfile.flush()
-                    server._stop.wait(stall[1])
-                    self.wfile.write(body[stall[0] :])
-                else:
-                    self.wfile.write(body)
-            except OSError:  # the client gave up (a stall's timeout)
-                pass
-            self.close_connection = True
-
-    return Handler
+        self.close_connection = True
 
 
 @contextmanager
