@@ -84,18 +84,13 @@ def _attentive_reader(argv: list[str]) -> None:
 
 
 def baselines(data: Path, split: str = "validation") -> dict[str, float]:
-    """Accuracy of the paper's non-neural baselines on ``split`` of ``data``."""
-    import datasets
+    """The paper's non-neural baselines on ``split`` of ``data``: expected accuracy under a
+    random tie-break, as ``attentive-reader evaluate`` reports them."""
+    from attentive_reader.eval import load_examples
+    from attentive_reader.eval.baselines import score_baselines
 
-    from attentive_reader.corpus.records import ClozeExample
-    from attentive_reader.eval.report import baseline_predictions
-
-    examples = [ClozeExample.from_row(row) for row in datasets.load_from_disk(str(data))[split]]
-    predictions = baseline_predictions(examples)
-    return {
-        name: sum(p == ex.answer for p, ex in zip(marks, examples)) / len(examples)
-        for name, marks in predictions.items()
-    }
+    scores = score_baselines(load_examples(data, split))
+    return {name: result.accuracy for name, result in scores.items()}
 
 
 def train(config: Path, data: Path, out: Path, epochs: int, seed: int, extra: list[str]) -> dict:

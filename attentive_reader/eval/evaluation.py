@@ -1,7 +1,8 @@
 """``evaluate(...) -> Report``: exact cloze accuracy of checkpoints beside the paper's baselines.
 
 Every example of the split is read exactly once, in one process, by every checkpoint; the
-non-neural baselines are computed from the same examples. Each checkpoint file is read once
+non-neural baselines are computed from the same examples (expected accuracy under a random
+tie-break, and with ties broken by first occurrence). Each checkpoint file is read once
 (its hash, reader and vocabulary come from the same bytes). The ``Report`` holds every figure
 and the inputs; ``Report.to_json()`` is the JSON report of ``attentive-reader evaluate --out``
 and ``Report.markdown()`` its tables.
@@ -21,12 +22,12 @@ from attentive_reader import __version__
 from attentive_reader.corpus.manifest import write_json_atomic
 from attentive_reader.corpus.records import SPLITS, ClozeExample, Split, load_split
 from attentive_reader.errors import UserError
+from attentive_reader.eval.baselines import score_baselines
 from attentive_reader.eval.report import (
     DEFAULT_CANDIDATE_EDGES,
     DEFAULT_LENGTH_EDGES,
     Accuracy,
     SystemKind,
-    baseline_predictions,
     build_report,
     markdown_tables,
 )
@@ -39,9 +40,12 @@ class SystemResult:
     Attributes:
         name: the baseline's name or the checkpoint's name in the tables.
         kind: ``"baseline"`` or ``"model"``.
-        overall: accuracy over every example.
+        overall: accuracy over every example (a baseline's: expected under a random
+            tie-break).
         by_context_length: bucket label -> accuracy.
         by_num_candidates: bucket label -> accuracy.
+        first_occurrence: a baseline's accuracy with ties broken by first occurrence
+            (``None`` for a model).
     """
 
     name: str
@@ -49,24 +53,30 @@ class SystemResult:
     overall: Accuracy
     by_context_length: dict[str, Accuracy]
     by_num_candidates: dict[str, Accuracy]
+    first_occurrence: Accuracy | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "name": self.name,
             "kind": self.kind,
             "overall": self.overall.to_dict(),
             "by_context_length": {k: v.to_dict() for k, v in self.by_context_length.items()},
             "by_num_candidates": {k: v.to_dict() for k, v in self.by_num_candidates.items()},
         }
+        if self.first_occurrence is not None:
+            data["first_occurrence"] = self.first_occurrence.to_dict()
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SystemResult:
+        first = data.get("first_occurrence")
         return cls(
             name=data["name"],
             kind=data["kind"],
             overall=Accuracy(**data["overall"]),
             by_context_length={k: Accuracy(**v) for k, v in data["by_context_length"].items()},
             by_num_candidates={k: Accuracy(**v) for k, v in data["by_num_candidates"].items()},
+            first_occurrence=None if first is None else Accuracy(**first),
         )
 
 
@@ -167,7 +177,7 @@ class Report:
         candidate_edges: lower bounds of the number-of-candidates buckets.
         systems: the baselines first, then the checkpoints.
         predictions: system name -> the predicted marker of each example, in stored order
-            (not part of the JSON report).
+            (a baseline's with ties broken by first occurrence; not part of the JSON report).
     """
 
     tool: str
@@ -326,7 +336,7 @@ def evaluate(
         raise UserError(f"{data} [{split}] holds no examples")
 
     started = time.perf_counter()
-    baselines = baseline_predictions(examples, max_penalty=max_penalty, window=window)
+    baselines = score_baselines(examples, max_penalty=max_penalty, window=window)
     baseline_seconds = round(time.perf_counter() - started, 3)
 
     models: dict[str, list[str]] = {}
@@ -371,7 +381,10 @@ def evaluate(
         length_edges=tuple(length_edges),
         candidate_edges=tuple(candidate_edges),
         systems=tuple(SystemResult.from_json(s) for s in figures["systems"]),
-        predictions={k: tuple(v) for k, v in {**baselines, **models}.items()},
+        predictions={
+            **{name: scores.first_occurrence for name, scores in baselines.items()},
+            **{name: tuple(v) for name, v in models.items()},
+        },
     )
 
 
