@@ -1,11 +1,12 @@
 """``evaluate(...) -> Report``: exact cloze accuracy of checkpoints beside the paper's baselines.
 
-Every example of the split is read exactly once, in one process, by every checkpoint; the
-non-neural baselines are computed from the same examples (expected accuracy under a random
-tie-break, and with ties broken by first occurrence). Each checkpoint file is read once
-(its hash, reader and vocabulary come from the same bytes). The ``Report`` holds every figure
-and the inputs; ``Report.to_json()`` is the JSON report of ``attentive-reader evaluate --out``
-and ``Report.markdown()`` its tables.
+Every example of the split is read exactly once, in one process, in stored order, by every
+checkpoint (whatever the batch size); the non-neural baselines are computed from the same
+examples (expected accuracy under a random tie-break, and with ties broken by first
+occurrence). Each checkpoint file is read once (its hash, reader and vocabulary come from the
+same bytes). The ``Report`` holds every figure and the inputs; ``Report.to_json()`` is the
+JSON report of ``attentive-reader evaluate --out``, ``Report.markdown()`` its tables and
+``Report.write_predictions`` the per-example file of ``--predictions``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from attentive_reader.corpus.manifest import write_json_atomic
 from attentive_reader.corpus.records import SPLITS, ClozeExample, Split, load_split
 from attentive_reader.errors import UserError
 from attentive_reader.eval.baselines import score_baselines
+from attentive_reader.eval.predictions_file import PredictionLine, write_predictions
 from attentive_reader.eval.report import (
     DEFAULT_CANDIDATE_EDGES,
     DEFAULT_LENGTH_EDGES,
@@ -178,6 +180,8 @@ class Report:
         systems: the baselines first, then the checkpoints.
         predictions: system name -> the predicted marker of each example, in stored order
             (a baseline's with ties broken by first occurrence; not part of the JSON report).
+        lines: checkpoint name -> its per-example lines, in stored order (what
+            ``write_predictions`` writes; not part of the JSON report).
     """
 
     tool: str
@@ -192,6 +196,7 @@ class Report:
     candidate_edges: tuple[int, ...]
     systems: tuple[SystemResult, ...]
     predictions: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    lines: dict[str, tuple[PredictionLine, ...]] = field(default_factory=dict, compare=False)
 
     def system(self, name: str) -> SystemResult:
         """The figures of the system called ``name``.
@@ -254,6 +259,18 @@ class Report:
         path = Path(path)
         write_json_atomic(path, self.to_json())
         return path
+
+    def write_predictions(self, path: str | Path) -> Path:
+        """Write the per-example JSON Lines file of ``--predictions``, atomically: one line
+        per checkpoint and example (checkpoints in the order given, examples in stored
+        order), each ``PredictionLine.to_json()``.
+
+        Raises:
+            UserError: if the report holds no checkpoint (baselines only).
+        """
+        if not self.lines:
+            raise UserError("--predictions needs a checkpoint (--ckpt): the file holds its answers")
+        return write_predictions(path, (line for lines in self.lines.values() for line in lines))
 
 
 def load_examples(data: str | Path, split: Split) -> list[ClozeExample]:
@@ -340,6 +357,7 @@ def evaluate(
     baseline_seconds = round(time.perf_counter() - started, 3)
 
     models: dict[str, list[str]] = {}
+    lines: dict[str, tuple[PredictionLine, ...]] = {}
     infos: list[CheckpointInfo] = []
     if checkpoints:
         from attentive_reader.eval.inference import resolve_device
@@ -350,10 +368,10 @@ def evaluate(
             if progress is not None:
                 progress(f"evaluating {ckpt} on {len(examples)} examples ({resolved})")
             name = _unique_name(str(ckpt), taken)
-            predictions, info = _model_predictions(
+            lines[name], info = _model_predictions(
                 ckpt, name, data, split, examples, batch_size, resolved
             )
-            models[name] = predictions
+            models[name] = [line.prediction for line in lines[name]]
             infos.append(info)
 
     figures = build_report(
@@ -385,6 +403,7 @@ def evaluate(
             **{name: scores.first_occurrence for name, scores in baselines.items()},
             **{name: tuple(v) for name, v in models.items()},
         },
+        lines=lines,
     )
 
 
@@ -396,14 +415,18 @@ def _model_predictions(
     examples: Sequence[ClozeExample],
     batch_size: int,
     device: Any,
-) -> tuple[list[str], CheckpointInfo]:
-    """One checkpoint's predicted marker for every example, and what the report records."""
+) -> tuple[tuple[PredictionLine, ...], CheckpointInfo]:
+    """One checkpoint's line for every example, in stored order, and what the report records.
+
+    Raises:
+        UserError: if the reader's rows are not the examples, each once, in stored order.
+    """
     from attentive_reader.eval.inference import iterate_predictions, load_checkpoint
 
     loaded = load_checkpoint(ckpt, data, device)  # the file is read here, once
     reader, datamodule = loaded.reader, loaded.datamodule
     started = time.perf_counter()
-    predictions: list[str] = []
+    predictions: list[PredictionLine] = []
     for _, batch_prediction in iterate_predictions(
         reader, datamodule, split, batch_size=batch_size, device=device
     ):
@@ -414,7 +437,10 @@ def _model_predictions(
                     f"{ckpt}: the reader's data order differs from {data} [{split}] at row "
                     f"{position} (example {record.id}); is it the same dataset?"
                 )
-            predictions.append(record.marker)
+            example = examples[position]
+            probability = float(record.probs[record.prediction])
+            gold = float(record.probs[record.answer])  # the batch's id of the stored answer
+            predictions.append(PredictionLine.of(name, example, record.marker, probability, gold))
     if len(predictions) != len(examples):
         raise UserError(
             f"{ckpt}: {len(predictions)} predictions for {len(examples)} examples of {split}"
@@ -435,7 +461,7 @@ def _model_predictions(
         max_context_tokens=datamodule.max_context_tokens,
         seconds=round(time.perf_counter() - started, 3),
     )
-    return predictions, info
+    return tuple(predictions), info
 
 
 def _unique_name(name: str, taken: set[str]) -> str:
