@@ -39,7 +39,7 @@ ROWS = (
 )
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument(
         "dataset", type=Path, help="a folder written by attentive-reader preprocess"
@@ -57,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         help="only this split (default: every split together)",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if not (args.dataset / "dataset_dict.json").is_file():
         print(f"error: {args.dataset} is not a preprocessed dataset (no dataset_dict.json)")
         return 2
@@ -68,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.dataset} has no {missing[0]} split (it has {', '.join(loaded)})")
         return 2
     examples = [ClozeExample.from_row(row) for split in splits for row in loaded[split]]
+    if not examples:
+        print(f"error: {args.dataset} holds no questions in {', '.join(splits)}")
+        return 2
     report = anonymization_report(examples)
     manifest_path = args.dataset / "manifest.json"
     if manifest_path.is_file():

@@ -332,18 +332,7 @@ def evaluate(
         UserError: for a bad option, a missing checkpoint, a dataset that is not one or
             an empty split, or a checkpoint whose data order differs from the dataset's.
     """
-    if split not in SPLITS:
-        raise UserError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    if batch_size < 1:
-        raise UserError(f"--batch-size must be positive, got {batch_size}")
-    if max_penalty < 1:
-        raise UserError(f"--max-penalty must be positive, got {max_penalty}")
-    for flag, edges in (
-        ("--length-buckets", length_edges),
-        ("--candidate-buckets", candidate_edges),
-    ):
-        if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
-            raise UserError(f"{flag} must be strictly ascending, got {list(edges)}")
+    _check_options(split, batch_size, max_penalty, length_edges, candidate_edges)
     data = Path(data)
     for ckpt in checkpoints:
         if not Path(ckpt).is_file():
@@ -356,23 +345,10 @@ def evaluate(
     baselines = score_baselines(examples, max_penalty=max_penalty, window=window)
     baseline_seconds = round(time.perf_counter() - started, 3)
 
-    models: dict[str, list[str]] = {}
-    lines: dict[str, tuple[PredictionLine, ...]] = {}
-    infos: list[CheckpointInfo] = []
-    if checkpoints:
-        from attentive_reader.eval.inference import resolve_device
-
-        resolved = resolve_device(device)
-        taken: set[str] = set(baselines)
-        for ckpt in checkpoints:
-            if progress is not None:
-                progress(f"evaluating {ckpt} on {len(examples)} examples ({resolved})")
-            name = _unique_name(str(ckpt), taken)
-            lines[name], info = _model_predictions(
-                ckpt, name, data, split, examples, batch_size, resolved
-            )
-            models[name] = [line.prediction for line in lines[name]]
-            infos.append(info)
+    lines, infos = _read_checkpoints(
+        checkpoints, data, split, examples, batch_size, device, set(baselines), progress
+    )
+    models = {name: tuple(line.prediction for line in rows) for name, rows in lines.items()}
 
     figures = build_report(
         examples,
@@ -388,23 +364,68 @@ def evaluate(
         split=split,
         manifest=read_manifest(data),
         checkpoints=tuple(infos),
-        options=EvaluationOptions(
-            batch_size=batch_size,
-            device=device,
-            max_penalty=max_penalty,
-            window=window,
-            baseline_seconds=baseline_seconds,
-        ),
+        options=EvaluationOptions(batch_size, device, max_penalty, window, baseline_seconds),
         num_examples=figures["num_examples"],
         length_edges=tuple(length_edges),
         candidate_edges=tuple(candidate_edges),
         systems=tuple(SystemResult.from_json(s) for s in figures["systems"]),
         predictions={
             **{name: scores.first_occurrence for name, scores in baselines.items()},
-            **{name: tuple(v) for name, v in models.items()},
+            **models,
         },
         lines=lines,
     )
+
+
+def _check_options(
+    split: str,
+    batch_size: int,
+    max_penalty: int,
+    length_edges: Sequence[int],
+    candidate_edges: Sequence[int],
+) -> None:
+    """Raise a ``UserError`` naming the first bad option of ``evaluate``."""
+    if split not in SPLITS:
+        raise UserError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if batch_size < 1:
+        raise UserError(f"--batch-size must be positive, got {batch_size}")
+    if max_penalty < 1:
+        raise UserError(f"--max-penalty must be positive, got {max_penalty}")
+    for flag, edges in (
+        ("--length-buckets", length_edges),
+        ("--candidate-buckets", candidate_edges),
+    ):
+        if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
+            raise UserError(f"{flag} must be strictly ascending, got {list(edges)}")
+
+
+def _read_checkpoints(
+    checkpoints: Sequence[str | Path],
+    data: Path,
+    split: Split,
+    examples: Sequence[ClozeExample],
+    batch_size: int,
+    device: str,
+    taken: set[str],
+    progress: Callable[[str], None] | None,
+) -> tuple[dict[str, tuple[PredictionLine, ...]], list[CheckpointInfo]]:
+    """Each checkpoint's lines (by its unique name; ``taken``: names already used) and infos."""
+    lines: dict[str, tuple[PredictionLine, ...]] = {}
+    infos: list[CheckpointInfo] = []
+    if not checkpoints:
+        return lines, infos
+    from attentive_reader.eval.inference import resolve_device
+
+    resolved = resolve_device(device)
+    for ckpt in checkpoints:
+        if progress is not None:
+            progress(f"evaluating {ckpt} on {len(examples)} examples ({resolved})")
+        name = _unique_name(str(ckpt), taken)
+        lines[name], info = _model_predictions(
+            ckpt, name, data, split, examples, batch_size, resolved
+        )
+        infos.append(info)
+    return lines, infos
 
 
 def _model_predictions(
