@@ -258,9 +258,15 @@ def build_manifest(
 
 def write_json_atomic(path: Path, data: dict) -> None:
     """Write ``data`` as JSON to ``path`` through a temporary file and a rename."""
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename: a reader of
+    ``path`` sees the old file or the whole new one, never a part."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except BaseException:  # e.g. a full disk: leave no partial file behind
         with contextlib.suppress(OSError):
