@@ -359,4 +359,7 @@ def finished_shard(directory: Path, index: int, key: str) -> ShardCounts | None:
         return None
     if data.get("key") != key or not parquet_path.is_file():
         return None
-    return ShardCounts.from_json(data["counts"])
+    try:
+        return ShardCounts.from_json(data["counts"])
+    except KeyError:  # written by an older version of the toolkit: processed again
+        return None
