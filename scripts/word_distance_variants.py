@@ -34,10 +34,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-import datasets
-
 from attentive_reader.corpus.baselines import expected_credit
-from attentive_reader.corpus.records import PLACEHOLDER, ClozeExample, is_entity_marker
+from attentive_reader.corpus.records import (
+    PLACEHOLDER,
+    ClozeExample,
+    is_entity_marker,
+    load_dataset,
+)
+from attentive_reader.errors import UserError
 from attentive_reader.eval.anonymization import cluster_interval
 
 Transform = Callable[[ClozeExample], ClozeExample]
@@ -136,10 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         "dataset", type=Path, help="a folder written by attentive-reader preprocess"
     )
     args = parser.parse_args(argv)
-    if not (args.dataset / "dataset_dict.json").is_file():
-        print(f"error: {args.dataset} is not a preprocessed dataset (no dataset_dict.json)")
+    try:
+        loaded = load_dataset(args.dataset)
+    except UserError as error:
+        print(f"error: {error}")
         return 2
-    loaded = datasets.load_from_disk(str(args.dataset))
     examples = [ClozeExample.from_row(row) for split in loaded for row in loaded[split]]
     print(f"{args.dataset}: {len(examples)} questions (word distance, ties at random, ± 95%)")
     print("| variant | word distance (%) | change (paired ±) |")
