@@ -13,7 +13,11 @@ cluster-bootstrap interval over documents::
 
     python scripts/anonymization_report.py data/cnn_test --published cnn --json report.json
 
-See ``attentive_reader.eval.anonymization`` for the definitions.
+``--adjacent`` also lists every question whose answer's marker stands directly beside
+another marker in the context, with the two names and a rough kind (one name split in two,
+a mention that is no name, or two real names side by side). See
+``attentive_reader.eval.anonymization`` and ``attentive_reader.eval.adjacent`` for the
+definitions.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 import datasets
 
 from attentive_reader.corpus.records import SPLITS, ClozeExample
+from attentive_reader.eval.adjacent import adjacent_report
 from attentive_reader.eval.anonymization import PUBLISHED, anonymization_report
 
 ROWS = (
@@ -55,6 +60,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=SPLITS,
         default=None,
         help="only this split (default: every split together)",
+    )
+    parser.add_argument(
+        "--adjacent",
+        action="store_true",
+        help="also list the answers whose marker stands directly beside another marker",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     return parser.parse_args(argv)
@@ -104,10 +114,26 @@ def main(argv: list[str] | None = None) -> int:
     if report["related_kinds"]:
         kinds = ", ".join(f"{k} {n}" for k, n in report["related_kinds"].items())
         print(f"related second markers by kind: {kinds}")
+    if args.adjacent:
+        report["adjacent"] = adjacent_report(examples)
+        _print_adjacent(report["adjacent"])
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
     return 0
+
+
+def _print_adjacent(adjacent: dict) -> None:
+    """The answers beside another marker: the share, the counts by kind, then each one."""
+    print(
+        f"answer's marker beside another marker: {adjacent['adjacent_marker']}% "
+        f"± {adjacent['interval']} of {adjacent['questions']} questions"
+    )
+    print("by kind: " + ", ".join(f"{k} {n}" for k, n in adjacent["kinds"].items()))
+    for pair in adjacent["pairs"]:
+        left, right = pair["left"], pair["right"]
+        left, right = (f"*{left}*", right) if pair["answer_left"] else (left, f"*{right}*")
+        print(f"  {pair['example']}  {left} | {right}  [{pair['kind']}]  ... {pair['context']} ...")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@
 Mentions (``find_mentions``) are the document's entities whose label is kept, trimmed at
 the edges of a leading ``the`` and of punctuation, whitespace and a possessive ``'s`` /
 ``'`` (spaCy's NER often includes them: "the United States", "Obama's"). The trimmed
-tokens stay ordinary words ("the @entity1", "@entity2 's").
+tokens stay ordinary words ("the @entity1", "@entity2 's"). A mention that ran on into
+lowercase words is cut back to the name ("Ibe for the incident" is "Ibe"), one all in
+lowercase is no name ("strawberry"), and two side by side that are one name NER cut in two
+are one mention (``corpus.joins``: "Mary Pat" + "Christie", "Newcastle" + "United").
 
 Grouping the mentions into entities (``Entity``) is ``corpus.grouping``; loading the spaCy
 pipeline is ``corpus.pipeline``.
@@ -28,14 +31,16 @@ from dataclasses import dataclass
 from spacy.tokens import Doc, Span
 
 from attentive_reader.corpus.anonymize import normalize_name
+from attentive_reader.corpus.joins import join_label, story_names
 from attentive_reader.corpus.names import (
     HYPHENS,
-    TITLES,
     canonical_form,
     form_key,
     forms_of,
     is_first_name,
+    is_known_form,
     is_place,
+    is_title_or_rank,
     word_form,
 )
 
@@ -66,6 +71,7 @@ DEFAULT_LABELS: tuple[str, ...] = (
 )
 
 _LEADING_WORDS = frozenset({"the"})
+_TRAILING_TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr"})
 _POSSESSIVES = frozenset({"'s", "’s", "'", "’"})
 
 Key = tuple[str, ...]
@@ -147,22 +153,6 @@ def _is_demonym(words: Sequence[str]) -> bool:
     return is_place(key) and canonical_form(key) != key and key[-1].endswith(_DEMONYM_ENDINGS)
 
 
-# Words before a first name that belong to the name (titles, royal and religious ranks,
-# kin): never cut as a bad leading word ("Prince George" must not become "George").
-KEPT_LEADING_WORDS = frozenset(
-    (
-        "prince princess king queen duke duchess earl count countess baron baroness pope "
-        "saint st cardinal archbishop bishop father sister brother uncle aunt imam sheikh "
-        "rabbi pastor emperor empress tsar sultan"
-    ).split()
-)
-
-
-def _kept_leading_word(word: str) -> bool:
-    bare = word.lower().rstrip(".")
-    return bare in KEPT_LEADING_WORDS or (bare,) in TITLES
-
-
 def _trim(span: Span, lowercase_words: frozenset[str] = frozenset()) -> tuple[int, int]:
     start, end = span.start, span.end
     doc = span.doc
@@ -174,6 +164,7 @@ def _trim(span: Span, lowercase_words: frozenset[str] = frozenset()) -> tuple[in
         doc[end - 1].is_space or doc[end - 1].is_punct or doc[end - 1].text in _POSSESSIVES
     ):
         end -= 1
+    end = _run_on_trimmed(doc, start, end)
     if span.label_ in NAME_LABELS:  # bad leading words of a person's name
         while end - start >= 2:
             word = doc[start]
@@ -190,7 +181,7 @@ def _trim(span: Span, lowercase_words: frozenset[str] = frozenset()) -> tuple[in
                 and (word.is_upper or word.lower_ in lowercase_words)
                 and word.is_alpha
                 and not is_first_name(word.text)
-                and not _kept_leading_word(word.text)
+                and not is_title_or_rank(word.text)
                 and doc[start + 1].text[:1].isupper()
                 and is_first_name(doc[start + 1].text)
             ):
@@ -202,6 +193,25 @@ def _trim(span: Span, lowercase_words: frozenset[str] = frozenset()) -> tuple[in
     if start < end and _glued_prefix(doc, start):  # "anti-Saudi": the prefix is part of it
         start -= 2
     return start, end
+
+
+def _run_on_trimmed(doc: Doc, start: int, end: int) -> int:
+    """The end of a name that ran on into lowercase words ("Ibe for the incident", "Dam
+    and") or into the title of the next name ("outside the Court of Appeal Mr Beavis").
+    Guards: a word after a hyphen is part of the name ("Ban Ki-moon", "Latter-day"), and so
+    is any word of a name the tables know ("United states")."""
+    if is_known_form(tuple(t.text for t in doc[start:end])):
+        return end
+    while end - start >= 2:
+        last = doc[end - 1]
+        after_hyphen = doc[end - 2].text in HYPHENS and not doc[end - 2].whitespace_
+        if (last.is_alpha and last.is_lower and not after_hyphen) or (
+            last.is_space or last.is_punct or last.lower_.rstrip(".") in _TRAILING_TITLES
+        ):
+            end -= 1
+        else:
+            break
+    return end
 
 
 def find_mentions(doc: Doc, labels: Iterable[str]) -> list[Mention]:
@@ -216,7 +226,64 @@ def find_mentions(doc: Doc, labels: Iterable[str]) -> list[Mention]:
         if start == end or (mentions and start < mentions[-1].end):
             continue
         mentions.append(_mention(doc, start, end, ent.label_))
-    return _extend_cut_short(doc, _split_glued(doc, mentions))
+    # A mention all in lowercase is a common noun ("strawberry", "septum", "Texas state
+    # Senator"), unless the story also writes it as a name.
+    written = {m.key for m in mentions if not _lowercase(m.text)}
+    mentions = [m for m in mentions if m.key in written or not _lowercase(m.text)]
+    return _join_split_names(doc, _extend_cut_short(doc, _split_glued(doc, mentions)))
+
+
+def _lowercase(text: str) -> bool:
+    return text == text.lower() and any(c.isalpha() for c in text)
+
+
+def _join_split_names(doc: Doc, mentions: list[Mention]) -> list[Mention]:
+    """One mention of two side by side that are one name NER cut in two (``corpus.joins``:
+    "Mary Pat" + "Christie", "Newcastle" + "United", "Islamic" + "State"). Either may be
+    plain words that the story names elsewhere: NER read "Rhodri Giggs" as no name at all
+    four times, and "Rhodri" and "Giggs" elsewhere."""
+    ner = {(m.start, m.end) for m in mentions}
+    found = sorted([*mentions, *_plain_names(doc, mentions)], key=lambda m: m.start)
+    names = story_names(mentions, found)
+    result: list[Mention] = []
+    i = 0
+    while i < len(found):
+        left = found[i]
+        right = found[i + 1] if i + 1 < len(found) else None
+        label = None
+        if right is not None and right.start == left.end:
+            label = join_label(left, right, names)
+        if right is not None and label is not None:
+            result.append(_mention(doc, left.start, right.end, label))
+            i += 2
+            continue
+        if (left.start, left.end) in ner:
+            result.append(left)
+        i += 1
+    return result
+
+
+def _plain_names(doc: Doc, mentions: list[Mention]) -> list[Mention]:
+    """The places outside the mentions where up to three words are, word for word, a
+    mention of the story (as mentions with its label), longest first, left to right."""
+    whole: dict[tuple[str, ...], str] = {}
+    for mention in mentions:
+        whole.setdefault(mention.words, mention.label)
+    covered = [False] * len(doc)
+    for mention in mentions:
+        covered[mention.start : mention.end] = [True] * (mention.end - mention.start)
+    found = []
+    i = 0
+    while i < len(doc):
+        for end in range(min(i + 3, len(doc)), i, -1):
+            label = whole.get(tuple(t.text for t in doc[i:end]))
+            if label is not None and not any(covered[i:end]):
+                found.append(_mention(doc, i, end, label))
+                i = end
+                break
+        else:
+            i += 1
+    return found
 
 
 def _place_or_team(key: Key, labels: set[str]) -> bool:

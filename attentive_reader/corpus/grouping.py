@@ -38,6 +38,13 @@ from the club "Real Madrid", "Wales" joins "New South Wales"); ``find_mentions``
 mention NER cut short of a longer name of the story ("Real Madrid striker", where NER read
 "Madrid") and cuts a person's name glued before a longer name ("Atletico Real Madrid").
 
+Version 6: ``find_mentions`` joins two mentions side by side that are one name NER cut in
+two (``corpus.joins``), drops a mention all in lowercase ("strawberry") and trims one that ran
+on into lowercase words ("Ibe for the incident"); a state's demonym is a form of the state
+("Californian", ``names.is_regional_form``) for mentions NER calls a nationality or a place
+(``REGION_LABELS``); and a place of the tables never joins a longer place of the tables
+("Australia" stays apart from "Western Australia", "Wales" from "New South Wales").
+
 Entities are numbered (``Entity.id``) by their first NER mention in the document.
 """
 
@@ -66,6 +73,7 @@ from attentive_reader.corpus.names import (
     form_key,
     is_first_name,
     is_place,
+    is_regional_form,
 )
 
 # Bumped whenever a grouping rule or name table changes the entities of some story, so that
@@ -77,8 +85,12 @@ from attentive_reader.corpus.names import (
 # first name before someone else's surname cut, a demonym never joining a non-place; 5: a
 # place joins a longer name only when that is mostly a place to NER or its other words are
 # place words, a mention NER cut short of a longer name of the story is extended to it, a
-# person's name glued before a name of several words is cut.
-GROUPING_RULES_VERSION = 5
+# person's name glued before a name of several words is cut; 6: two mentions side by side
+# that are one name are joined (``corpus.joins``: "Mary Pat" + "Christie", "Newcastle" +
+# "United"), a mention all in lowercase is dropped and one that ran on into lowercase words
+# trimmed, state demonyms join their state (region_forms.json), and two places of the tables
+# stay two ("Australia", "Western Australia").
+GROUPING_RULES_VERSION = 6
 
 
 def grouping_info() -> dict:
@@ -95,11 +107,14 @@ def grouping_info() -> dict:
             "countryinfo": countryinfo,
             "curated": "corpus/name_forms.json",
             "first_names": "corpus/name_genders.json (US SSA baby names, public domain)",
+            "regions": "corpus/region_forms.json (US GPO Style Manual, public domain)",
         },
     }
 
 
 _LONGEST_TITLE = max(len(t) for t in TITLES)
+# The labels of a mention whose state demonym names its place (rule 5).
+REGION_LABELS = frozenset({"NORP", "GPE", "LOC"})
 
 # The words after a short name that make it the name of an organisation, a team or a craft
 # (rule 11): "Southwest" ~ "Southwest Airlines", "Amnesty" ~ "Amnesty International",
@@ -136,18 +151,28 @@ def canonical_key(key: Key, labels: Iterable[str] = (), known: Iterable[Key] = (
     """
     if is_prefixed(key):
         return key
-    if labels and set(labels) <= NAME_LABELS:
+    labels = set(labels)
+    if labels and labels <= NAME_LABELS:
         return form_key(key)  # a person's "Holland" is no country
-    canonical = canonical_form(key)
+    canonical = _table_form(key, labels)
     if canonical != form_key(key) or not canonical:
         return canonical
     last = canonical[-1]
     if len(last) > 3 and last.endswith("s") and not last.endswith("ss"):
         singular = (*canonical[:-1], last[:-1])
-        target = canonical_form(singular)
+        target = _table_form(singular, labels)
         if target != singular or singular in set(known):
             return target
     return canonical
+
+
+def _table_form(key: Key, labels: set[str]) -> Key:
+    """``canonical_form``, but a state's demonym names its place only for a mention NER
+    calls a nationality or a place: "the Bakersfield Californian" (a newspaper) and "the
+    Houston Texans" (a team) are no Californians or Texans."""
+    if labels and not labels <= REGION_LABELS and is_regional_form(key):
+        return form_key(key)
+    return canonical_form(key)
 
 
 def _name_shaped(words: Sequence[str]) -> bool:
@@ -306,6 +331,8 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
             # "Ipsos MORI Scotland", nor the city "Madrid" the club "Real Madrid", which NER
             # calls a facility once and an organisation five times (rule 9)
             return False
+        if is_place(key) and is_place(longer):
+            return False  # two places of the tables: "Australia" and "Western Australia"
         if longer in kept_titles:
             return False  # "Robertson" joins "Summer Robertson", not her father "Mr Robertson"
         return bool(

@@ -1,6 +1,6 @@
 """Name forms as data: which words name the same place or organisation, and which are places.
 
-Three tables, each loaded once per process (``name_forms``, ``first_name_gender``):
+Four tables, each loaded once per process (``name_forms``, ``first_name_gender``):
 
 * the package ``countryinfo`` (MIT): for each of ~250 countries its common name, its
   alternative spellings ("United States of America", "USA", "Holland"), its demonym
@@ -13,7 +13,12 @@ Three tables, each loaded once per process (``name_forms``, ``first_name_gender`
   ("Mrs Saunders" is not "Pete Saunders");
 * ``name_forms.json`` beside this file, curated for this toolkit from real CNN / Daily Mail
   stories: what countryinfo lacks (plural and short demonyms such as "Saudis", "Brits";
-  continents; "U.N." / "United Nations", "ISIS" / "Islamic State").
+  continents; "U.N." / "United Nations", "ISIS" / "Islamic State");
+* ``region_forms.json`` beside this file: the demonyms of the US states ("Californian",
+  "Texan", "New Yorker"), from the U.S. Government Printing Office Style Manual (public
+  domain). These *regional forms* (``is_regional_form``) join their place only for mentions
+  NER calls a nationality or a place (``grouping.canonical_key``): "the Bakersfield
+  Californian" is a newspaper, "the Houston Texans" a team.
 
 Every form is compared as a *form key* (``form_key``): lowercased, without hyphen tokens and
 without the dots of an acronym, so "U.S." = "US", "al-Qaeda" = "al Qaeda". Plural demonyms
@@ -77,6 +82,15 @@ TITLES: frozenset[Key] = frozenset(
         ("chief", "inspector"),
     }
 )
+# Words before a first name that belong to the name (titles, royal and religious ranks,
+# kin): never cut as a bad leading word ("Prince George" must not become "George").
+KEPT_LEADING_WORDS = frozenset(
+    (
+        "prince princess king queen duke duchess earl count countess baron baroness pope "
+        "saint st cardinal archbishop bishop father sister brother uncle aunt imam sheikh "
+        "rabbi pastor emperor empress tsar sultan"
+    ).split()
+)
 HYPHENS = frozenset({"-", "–", "—"})
 # Typographic variants of the apostrophe, written as the plain one: "O’Toole" = "O'Toole".
 _PLAIN_QUOTES = str.maketrans({"’": "'", "‘": "'", "`": "'", "ʼ": "'"})
@@ -93,6 +107,13 @@ def word_form(word: str) -> str:
     return lower
 
 
+def is_title_or_rank(word: str) -> bool:
+    """Whether ``word`` is a one-word title ("Mr", "Dr.", "President") or a royal, religious
+    or family rank ("Prince", "Bishop", "Uncle") before a person's name."""
+    bare = word.lower().rstrip(".")
+    return bare in KEPT_LEADING_WORDS or (bare,) in TITLES
+
+
 @dataclass(frozen=True)
 class NameForms:
     """The merged name tables.
@@ -103,11 +124,13 @@ class NameForms:
         places: form keys of places (countries, their capitals and provinces, continents,
             and every form of them, demonyms included).
         forms: canonical form key -> all its form keys (itself first).
+        regional: the form keys that only ``region_forms.json`` knows (state demonyms).
     """
 
     canonical: dict[Key, Key]
     places: frozenset[Key]
     forms: dict[Key, tuple[Key, ...]]
+    regional: frozenset[Key] = frozenset()
 
 
 def _split(name: str) -> Key:
@@ -132,22 +155,29 @@ def name_forms() -> NameForms:
     canonical: dict[Key, Key] = {}
     places: set[Key] = set()
 
-    def add(name: str, forms: Iterable[str], *, place: bool, demonym: Iterable[str] = ()) -> None:
+    def add(
+        name: str, forms: Iterable[str], *, place: bool, demonym: Iterable[str] = ()
+    ) -> list[Key]:
+        """Add a name and its forms; returns the form keys no table knew before."""
         target = _split(name)
         if not target:
-            return
+            return []
         canonical.setdefault(target, target)
         if place:
             places.add(target)
+        new = []
         for form in [*forms, *demonym]:
             key = _split(form)
             if not key or key in canonical and canonical[key] != target:
                 continue  # first source wins; never chain two canonical names
             if len(key) == 1 and len(key[0]) <= 3 and key[0] not in KEPT_CODES:
                 continue  # an ISO code ("IR", "SAU") or a short word
+            if key not in canonical:
+                new.append(key)
             canonical[key] = target
             if place:
                 places.add(key)
+        return new
 
     data = json.loads(resources.files(__package__).joinpath("name_forms.json").read_text("utf-8"))
     for name, forms in data["places"].items():
@@ -164,12 +194,19 @@ def name_forms() -> NameForms:
         for other in [record.get("capital"), *(record.get("provinces") or ())]:
             if isinstance(other, str) and other:
                 places.add(_split(other))
+    regions = json.loads(
+        resources.files(__package__).joinpath("region_forms.json").read_text("utf-8")
+    )
+    regional = [
+        key for name, forms in regions["places"].items() for key in add(name, forms, place=True)
+    ]
     by_target: dict[Key, list[Key]] = {}
     for key, target in canonical.items():
         by_target.setdefault(target, [target])
         if key != target:
             by_target[target].append(key)
-    return NameForms(canonical, frozenset(places), {t: tuple(ks) for t, ks in by_target.items()})
+    forms = {t: tuple(ks) for t, ks in by_target.items()}
+    return NameForms(canonical, frozenset(places), forms, frozenset(regional))
 
 
 def canonical_form(key: Key) -> Key:
@@ -187,6 +224,12 @@ def is_known_form(key: Key) -> bool:
 def is_place(key: Key) -> bool:
     """Whether a table names ``key`` as a place (a country, capital, province, continent)."""
     return form_key(key) in name_forms().places
+
+
+def is_regional_form(key: Key) -> bool:
+    """Whether ``key`` is a form only the regional table knows ("Californian", "Texans" is
+    not: a plural is found by the grouping)."""
+    return form_key(key) in name_forms().regional
 
 
 def forms_of(canonical: Key) -> list[Key]:

@@ -263,8 +263,9 @@ def test_alias_table_leaves_out_ambiguous_sub_spans_and_existing_keys():
 
 
 def test_alias_table_allows_lowercase_names_the_article_wrote_in_lowercase():
-    nlp = ruler(("PRODUCT", "iphone"), ("GPE", "US"))
-    table = table_of(nlp, "The iphone sold in the US.")
+    # (A mention all in lowercase is kept only when the story also writes it as a name.)
+    nlp = ruler(("PRODUCT", "iPhone"), ("PRODUCT", "iphone"), ("GPE", "US"))
+    table = table_of(nlp, "The iPhone, or iphone, sold in the US.")
     assert table[("iphone",)] == Alias(0, True)
     assert table[("us",)] == Alias(1, False)
 
@@ -326,13 +327,17 @@ def test_statistical_model_groups_a_real_story(shared_data):
     assert sum(len(e.mentions) for e in entities) == len(mentions)
     keys = [k for e in entities for k in e.keys]
     assert len(keys) == len(set(keys))
-    # The story is about President Bush: all "Bush" mentions form one entity, which is
-    # among the first few and the most mentioned.
+    # The story is about President Bush and the Iraq war: all "Bush" mentions form one
+    # entity, which is among the first few and one of the two most mentioned (with Iraq,
+    # named once more since "the Iraq war" reads as Iraq and a word, version 6).
     bush = [e for e in entities if ("bush",) in e.keys]
     assert len(bush) == 1
     assert bush[0].id < 5
     assert all(m.key[-1] == "bush" for m in bush[0].mentions)
-    assert len(bush[0].mentions) == max(len(e.mentions) for e in entities)
+    counts = sorted((len(e.mentions) for e in entities), reverse=True)
+    assert len(bush[0].mentions) >= counts[1]
+    iraq = [e for e in entities if ("iraq",) in e.keys]
+    assert len(iraq) == 1 and len(iraq[0].mentions) == counts[0]
     assert "PERSON" in bush[0].labels
     vietnam = [e for e in entities if ("vietnam",) in e.keys]
     assert len(vietnam) == 1 and len(vietnam[0].mentions) >= 5

@@ -1,0 +1,90 @@
+"""``scripts/anonymization_report.py --adjacent`` and ``scripts/word_distance_variants.py``
+on a tiny stored dataset: hand-computed figures."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import datasets
+import pytest
+
+from attentive_reader.corpus.baselines import expected_accuracy
+from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample
+from tests.trained_reader import ROOT
+
+
+def _example(story: str, context: str, query: str, answer: str) -> ClozeExample:
+    tokens = tuple(context.split())
+    names = {"@entity0": "Rhodri", "@entity1": "Giggs", "@entity2": "Manchester"}
+    return ClozeExample(
+        id=f"{story}_0_0",
+        story_id=story,
+        context=tokens,
+        query=tuple(query.split()),
+        answer=answer,
+        candidates=tuple(dict.fromkeys(t for t in tokens if t.startswith("@entity"))),
+        entities=names,
+    )
+
+
+def _examples() -> list[ClozeExample]:
+    # Story a: the answer @entity1 stands right after @entity0. Word distance: @entity1 at
+    # 1 finds "was" and "fined" where the query expects them (0); @entity0 at 0 pays 1 + 1,
+    # @entity2 at 6 pays 5 + 5: right, with or without alignment through the grouping.
+    # Story b: no marker beside another. @entity0 at 6 scores 0 ("@entity2" expected at 4,
+    # "met" at 5), @entity1 and @entity2 score 4: right. Without alignment the query's
+    # "@entity2" pays 8 everywhere, and "met" 0 after @entity0 at 6 and @entity1 at 2
+    # (cap 8 each), 2 after @entity2 at 4: a tie of two, credit 1/2.
+    return [
+        _example(
+            "a", "@entity0 @entity1 was fined in @entity2 .", "@placeholder was fined", "@entity1"
+        ),
+        _example(
+            "b",
+            "@entity0 met @entity1 . @entity2 met @entity0 .",
+            "@entity2 met @placeholder",
+            "@entity0",
+        ),
+    ]
+
+
+def _run(script: str, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """Run a script's ``main`` in this process (no interpreter start) and return its output."""
+    spec = importlib.util.spec_from_file_location(script[:-3], ROOT / "scripts" / script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    capsys.readouterr()
+    assert module.main(list(args)) == 0
+    return capsys.readouterr().out
+
+
+def test_the_scripts_list_adjacent_answers_and_word_distance_readings(tmp_path, capsys):
+    examples = _examples()
+    rows = datasets.Dataset.from_list([ex.to_row() for ex in examples], features=CLOZE_FEATURES)
+    datasets.DatasetDict({"test": rows}).save_to_disk(str(tmp_path / "data"))
+    out = _run(
+        "anonymization_report.py",
+        capsys,
+        str(tmp_path / "data"),
+        "--adjacent",
+        "--json",
+        str(tmp_path / "report.json"),
+    )
+    # 1 of 2 questions; documents drawn with replacement give 0%, 50% or 100%.
+    assert "answer's marker beside another marker: 50.0% ± 50.0 of 2 questions" in out
+    assert (
+        "  a_0_0  Rhodri | *Giggs*  [names]  ... @entity0 @entity1 was fined in @entity2 ." in out
+    )
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert [p["example"] for p in report["adjacent"]["pairs"]] == ["a_0_0"]
+
+    out = _run("word_distance_variants.py", capsys, str(tmp_path / "data"))
+    table = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(table) == 9  # the header and 8 readings
+    assert expected_accuracy("word_distance", examples) == 100.0
+    assert table[1] == "| the definition as implemented | 100.0 ± 0.0 | +0.0 ± 0.0 |"
+    # Credits 1 and 1/2: 75%; draws of documents a and b give 50% to 100%, and the paired
+    # change (0 and -1/2) -50 to 0 points.
+    assert table[3] == "| no alignment through the grouping | 75.0 ± 25.0 | -25.0 ± 25.0 |"
