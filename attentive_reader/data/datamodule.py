@@ -96,7 +96,9 @@ class ClozeDataModule(pl.LightningDataModule):
         checkpoint: a checkpoint whose vocabulary to use when ``vocab`` is unset (the CLI
             links it from ``--ckpt_path``, so evaluating or resuming reads the data as the
             checkpoint's model did).
-        cache_dir: where to keep the encoded ids (default: beside the dataset, see above).
+        cache_dir: where to keep the encoded ids: by default the dataset folder's
+            ``.encoded`` when it is writable, else ``$ATTENTIVE_READER_CACHE`` or
+            ``~/.cache/attentive-reader``.
         num_proc: worker processes for the first encoding of a large split.
     """
 
