@@ -104,6 +104,9 @@ def test_last_ckpt_holds_the_last_epoch_and_a_resume_continues_there(
     rates = [float(_epochs(tmp_path / "first")[e]["lr"]) for e in range(3)]
     assert rates == pytest.approx([1e-3, 1e-3, 5e-4])
     assert last["optimizer_states"][0]["param_groups"][0]["lr"] == pytest.approx(2.5e-4)
+    record = last["provenance"]
+    assert (record["epoch"], record["global_step"], record["val_acc"]) == (2, 9, 1.0)
+    assert record["best_val_acc"] == 1.0 and record["data"]["exclusive_frequency"] == 1.0
 
     resume = _fit_args(flat, "hard_attention_reader", "resumed", *schedule)
     resume += ["--trainer.max_epochs", "4", "--ckpt_path", str(directory / "last.ckpt")]

@@ -20,6 +20,7 @@ from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.predictions import BatchPrediction
+from attentive_reader.models.provenance import PROVENANCE_KEY, training_record
 from attentive_reader.models.schedules import (
     LrScheduleName,
     build_schedule,
@@ -66,7 +67,8 @@ class ClozeReader(pl.LightningModule):
     The optimiser and the schedule are set here and only here (``--model.optimizer``,
     ``--model.lr``, ``--model.lr_schedule``, ...; the CLI has no separate ``--optimizer`` or
     ``--lr_scheduler`` block), so the checkpoint's hyperparameters, the run's ``config.yaml``
-    and evaluation reports all record what trained the reader.
+    and evaluation reports all record what trained the reader. Every checkpoint saved while
+    training also records what the reader was trained on (``models/provenance.py``).
 
     The hyperparameters saved in checkpoints are the init arguments of the reader class, of
     the bases it builds on (``PairReader``) and of this class, defaults included (Lightning's
@@ -343,6 +345,8 @@ class ClozeReader(pl.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         # The reader's class, so that ``load_reader`` works for checkpoints made without the CLI.
         checkpoint["reader_class"] = f"{type(self).__module__}.{type(self).__qualname__}"
+        if self._trainer is not None:  # what it was trained on, and how far it got
+            checkpoint[PROVENANCE_KEY] = training_record(self._trainer)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         upgrade_state_dict(checkpoint["state_dict"])
