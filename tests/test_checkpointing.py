@@ -146,3 +146,23 @@ def test_the_effective_batch_of_the_multinode_layout():
     assert effective_batch_line(trainer, 32).startswith("effective batch: 512 examples")
     one = SimpleNamespace(num_devices=1, num_nodes=1, accumulate_grad_batches=1)
     assert effective_batch_line(one, 32) is None  # nothing to say on one process
+
+
+def test_the_best_line_on_ctrl_c_and_without_a_validation(tmp_path, capsys):
+    from attentive_reader.checkpointing import ReaderCheckpoint
+
+    callback = ReaderCheckpoint(monitor="val_acc", mode="max", save_last=True)
+    trainer = SimpleNamespace(is_global_zero=True, fast_dev_run=False)
+    callback.last_model_path = str(tmp_path / "last.ckpt")
+    callback.on_exception(trainer, None, KeyboardInterrupt())
+    assert capsys.readouterr().out == (
+        f"interrupted; no best checkpoint: val_acc was never computed; last checkpoint: "
+        f"{tmp_path / 'last.ckpt'}\n"
+    )
+    best = tmp_path / "best.ckpt"
+    torch.save({"epoch": 4, "global_step": 40}, best)
+    callback.best_model_path, callback.best_model_score = str(best), torch.tensor(0.6125)
+    callback.on_exception(trainer, None, KeyboardInterrupt())
+    callback.on_exception(trainer, None, ValueError("not an interruption: no line"))
+    expected = f"interrupted; best checkpoint so far: {best} (epoch 4, val_acc 0.6125)\n"
+    assert capsys.readouterr().out == expected
