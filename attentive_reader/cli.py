@@ -19,6 +19,10 @@ from attentive_reader.faults import describe, is_write_fault
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "download": (
+        "attentive_reader.commands.download",
+        "fetch the public CNN / Daily Mail corpora, each file checked by its SHA-256",
+    ),
     "preprocess": (
         "attentive_reader.commands.preprocess",
         "turn news stories into an anonymized cloze dataset",

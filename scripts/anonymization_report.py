@@ -1,13 +1,15 @@
 #!/usr/bin/env python
 """How good is a preprocessed dataset's anonymization? Baselines beside the published ones.
 
-Reads a dataset made by ``attentive-reader preprocess`` (all its splits together) and prints
-the non-neural baselines beside Hermann et al. (2015)'s, entities and questions per
+Reads a dataset made by ``attentive-reader preprocess`` (all its splits together, or one with
+``--split``) and prints the non-neural baselines beside Hermann et al. (2015)'s, entities and questions per
 document, the share of answers whose entity has a second marker with a related name
 (alias, demonym, plural, acronym, surname, first name: a probably split entity) and the
 share of queries holding a context entity's name as plain words. The baselines are
 expected accuracies under a random tie-break (as on the DeepMind data, whose markers are
-permuted per document); ± is half the 95% cluster-bootstrap interval over documents::
+permuted per document), scored by the same function as ``attentive-reader evaluate``'s, so
+``--split test`` gives the figures of ``evaluate --split test``; ± is half the 95%
+cluster-bootstrap interval over documents::
 
     python scripts/anonymization_report.py data/cnn_test --published cnn --json report.json
 
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import datasets
 
-from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.corpus.records import SPLITS, ClozeExample
 from attentive_reader.eval.anonymization import PUBLISHED, anonymization_report
 
 ROWS = (
@@ -37,7 +39,7 @@ ROWS = (
 )
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument(
         "dataset", type=Path, help="a folder written by attentive-reader preprocess"
@@ -48,13 +50,31 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="which published corpus to compare with (default: both)",
     )
+    parser.add_argument(
+        "--split",
+        choices=SPLITS,
+        default=None,
+        help="only this split (default: every split together)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if not (args.dataset / "dataset_dict.json").is_file():
         print(f"error: {args.dataset} is not a preprocessed dataset (no dataset_dict.json)")
         return 2
     loaded = datasets.load_from_disk(str(args.dataset))
-    examples = [ClozeExample.from_row(row) for split in loaded for row in loaded[split]]
+    splits = [args.split] if args.split else list(loaded)
+    missing = [split for split in splits if split not in loaded]
+    if missing:
+        print(f"error: {args.dataset} has no {missing[0]} split (it has {', '.join(loaded)})")
+        return 2
+    examples = [ClozeExample.from_row(row) for split in splits for row in loaded[split]]
+    if not examples:
+        print(f"error: {args.dataset} holds no questions in {', '.join(splits)}")
+        return 2
     report = anonymization_report(examples)
     manifest_path = args.dataset / "manifest.json"
     if manifest_path.is_file():
@@ -71,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         if key in report["intervals"]:
             value += f" ± {report['intervals'][key]}"
         lines.append([label, value, *("" if p is None else str(p) for p in published)])
-    print(f"{args.dataset}: {report['questions']} questions, {report['documents']} documents")
+    which = f" [{args.split}]" if args.split else ""
+    print(
+        f"{args.dataset}{which}: {report['questions']} questions, {report['documents']} documents"
+    )
     print("(± : half-width of the 95% cluster-bootstrap interval over documents, in points;")
     print(" baselines: expected accuracy when ties are broken at random)")
     for line in lines:

@@ -16,7 +16,11 @@ pointer``), each with and without the query-match bit, at the same id range.
         --num-entities 600 --plateau --output curves.json
 
 Everything runs on the CPU with one torch thread unless ``--threads`` says otherwise. Writes the
-curves, the baselines, the CPU model and the settings as JSON with ``--output``.
+curves, the baselines, the CPU model and the settings as JSON with ``--output``, and draws them
+with ``--plot FILE.png`` (one panel per table, the baselines as horizontal lines);
+``--from-json FILE`` prints and draws what an earlier ``--output`` wrote, without training.
+The baselines are their expected accuracy under a random tie-break, as ``attentive-reader
+evaluate`` reports them.
 """
 
 from __future__ import annotations
@@ -84,18 +88,13 @@ def _attentive_reader(argv: list[str]) -> None:
 
 
 def baselines(data: Path, split: str = "validation") -> dict[str, float]:
-    """Accuracy of the paper's non-neural baselines on ``split`` of ``data``."""
-    import datasets
+    """The paper's non-neural baselines on ``split`` of ``data``: expected accuracy under a
+    random tie-break, as ``attentive-reader evaluate`` reports them."""
+    from attentive_reader.eval import load_examples
+    from attentive_reader.eval.baselines import score_baselines
 
-    from attentive_reader.corpus.records import ClozeExample
-    from attentive_reader.eval.report import baseline_predictions
-
-    examples = [ClozeExample.from_row(row) for row in datasets.load_from_disk(str(data))[split]]
-    predictions = baseline_predictions(examples)
-    return {
-        name: sum(p == ex.answer for p, ex in zip(marks, examples)) / len(examples)
-        for name, marks in predictions.items()
-    }
+    scores = score_baselines(load_examples(data, split))
+    return {name: result.accuracy for name, result in scores.items()}
 
 
 def train(config: Path, data: Path, out: Path, epochs: int, seed: int, extra: list[str]) -> dict:
@@ -162,7 +161,7 @@ def table(title: str, rows: dict[str, dict], base: dict[str, float], epochs: int
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", help="a processed dataset (default: generate one)")
     parser.add_argument("--stories", type=int, default=1500, help="stories to generate")
@@ -186,9 +185,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--work-dir", help="where runs go (default: a temporary folder)")
     parser.add_argument("--output", help="write the figures as JSON here")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    parser.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="also draw the curves: validation accuracy per epoch, the baselines as lines",
+    )
+    parser.add_argument(
+        "--from-json",
+        metavar="FILE",
+        help="train nothing: print (and --plot) the figures an earlier --output wrote",
+    )
+    return parser.parse_args(argv)
 
+
+def run(args: argparse.Namespace) -> dict:
+    """Train every run the options ask for; the figures ``--output`` writes."""
+    torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(args.work_dir or scratch)
         data = (
@@ -221,26 +233,66 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 plateau[name] = run
                 print(name, run, flush=True)
+    return {
+        "cpu": cpu_model(),
+        "threads": args.threads,
+        "data": str(data) if args.data else None,
+        "generated": None if args.data else vars(args) | {"data": None},
+        "num_entities": args.num_entities,
+        "epochs": args.epochs,
+        "baselines": base,
+        "readers": readers,
+        "plateau": plateau,
+    }
 
-    ids = args.num_entities or "the data's own"
-    print(f"\nCPU: {cpu_model()}; {args.threads} torch thread(s); entity ids: {ids}, permuted")
+
+def corpus_title(figures: dict) -> str:
+    """What the curves were trained on, in a few words (the plot's title)."""
+    generated = figures.get("generated")
+    ids = figures.get("num_entities") or "the data's own"
+    if generated:
+        corpus = (
+            f"{generated['stories']} {generated['shape']} synthetic stories "
+            f"(seed {generated['seed']})"
+        )
+    else:
+        corpus = Path(figures["data"]).name
+    return f"{corpus}, {ids} permuted entity ids"
+
+
+def plot(path: str, figures: dict) -> Path:
+    """Draw the figures' tables (validation accuracy per epoch) with their baselines."""
+    from attentive_reader.viz.curves import write_learning_curves
+
+    panels = {
+        "Shipped configs": {k: v["val_acc"] for k, v in figures["readers"].items()},
+        "Answer layers (attentive_reader.yaml)": {
+            k: v["val_acc"] for k, v in figures["plateau"].items()
+        },
+    }
+    return write_learning_curves(path, panels, figures["baselines"], title=corpus_title(figures))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.from_json:
+        figures = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
+    else:
+        figures = run(args)
+    readers, plateau, base = figures["readers"], figures["plateau"], figures["baselines"]
+    epochs = figures["epochs"]
+    ids = figures["num_entities"] or "the data's own"
+    print(
+        f"\nCPU: {figures['cpu']}; {figures['threads']} torch thread(s); entity ids: {ids}, permuted"
+    )
     if readers:
-        print("\n" + table("Shipped configs: validation accuracy", readers, base, args.epochs))
+        print("\n" + table("Shipped configs: validation accuracy", readers, base, epochs))
     if plateau:
-        print("\n" + table("Answer layers (attentive_reader.yaml)", plateau, base, args.epochs))
-    if args.output:
-        figures = {
-            "cpu": cpu_model(),
-            "threads": args.threads,
-            "data": str(data) if args.data else None,
-            "generated": None if args.data else vars(args) | {"data": None},
-            "num_entities": args.num_entities,
-            "epochs": args.epochs,
-            "baselines": base,
-            "readers": readers,
-            "plateau": plateau,
-        }
+        print("\n" + table("Answer layers (attentive_reader.yaml)", plateau, base, epochs))
+    if args.output and not args.from_json:
         Path(args.output).write_text(json.dumps(figures, indent=2) + "\n")
+    if args.plot:
+        print(f"\nplot written to {plot(args.plot, figures)}")
     return 0
 
 

@@ -62,8 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="spaCy pipeline to use instead of the one the training data was made with "
         "(needed for readers trained on DeepMind .question data)",
     )
-    parser.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
-    parser.add_argument("--batch-size", type=int, default=32, help="questions per forward pass")
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="where the reader runs: auto (default, as in every command: the first GPU when "
+        "there is one, else the CPU, so one command line serves both), cpu, cuda or cuda:N",
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="questions per forward pass (default: 32)"
+    )
     return parser
 
 

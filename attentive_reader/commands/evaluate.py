@@ -3,16 +3,19 @@
 Every example of the split is read exactly once, in one process, by every checkpoint; the
 paper's non-neural baselines are computed from the same examples. The report is a Markdown
 table on the terminal and, with ``--out``, a JSON file holding every figure and the inputs
-(checkpoint paths and SHA-256 hashes, the dataset manifest, the split, the options).
+(checkpoint paths and SHA-256 hashes, the dataset manifest, the split, the options); with
+``--predictions``, a JSON Lines file with each checkpoint's answer to each example.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
 from attentive_reader.corpus.records import SPLITS
+from attentive_reader.errors import UserError
 from attentive_reader.eval.evaluation import evaluate
 from attentive_reader.eval.report import DEFAULT_CANDIDATE_EDGES, DEFAULT_LENGTH_EDGES
 from attentive_reader.faults import writing
@@ -23,8 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="attentive-reader evaluate",
         description=(
             "Exact cloze accuracy of one or more checkpoints on every example of a split, "
-            "with Wilson 95%% intervals, breakdowns by context length and number of "
-            "candidates, and the non-neural baselines of Hermann et al. (2015)."
+            "with Wilson 95% intervals, breakdowns by context length and number of "
+            "candidates, and the non-neural baselines of Hermann et al. (2015), scored as "
+            "their expected accuracy when ties are broken at random."
         ),
     )
     parser.add_argument(
@@ -37,9 +41,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data", required=True, help="processed dataset directory")
     parser.add_argument("--split", default="test", choices=SPLITS, help="split (default: test)")
     parser.add_argument("--out", help="write the JSON report here (e.g. report.json)")
-    parser.add_argument("--batch-size", type=int, default=64, help="examples per forward pass")
     parser.add_argument(
-        "--device", default="auto", help="auto (GPU when available), cpu, cuda or cuda:N"
+        "--predictions",
+        metavar="FILE",
+        help="write each checkpoint's answer to each example here, one JSON object a line "
+        "(e.g. predictions.jsonl; needs --ckpt)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=64,
+        help="examples per forward pass (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="where the readers run: auto (default, as in every command: the first GPU when "
+        "there is one, else the CPU, so one command line serves both), cpu, cuda or cuda:N",
     )
     parser.add_argument(
         "--length-buckets",
@@ -61,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-penalty",
         type=int,
         default=8,
-        help="word-distance baseline: the most one query word can cost (paper: 8)",
+        help="word-distance baseline: the most one query word can cost (default: "
+        "%(default)s, the paper's)",
     )
     parser.add_argument(
         "--window",
@@ -75,9 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    if args.out is None:
-        return _evaluate(args)
-    with writing(args.out, "evaluate"):  # one run per report file
+    if args.predictions is not None and not args.ckpt:
+        raise UserError("--predictions needs a checkpoint (--ckpt): the file holds its answers")
+    outputs = [path for path in (args.out, args.predictions) if path is not None]
+    if len(outputs) == 2 and Path(args.out).resolve() == Path(args.predictions).resolve():
+        raise UserError(f"--out and --predictions are the same file ({args.out}); name two files")
+    with contextlib.ExitStack() as stack:
+        for path in outputs:  # one run per output file
+            stack.enter_context(writing(path, "evaluate"))
         return _evaluate(args)
 
 
@@ -96,6 +120,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     )
     print(f"{args.split}: {report.num_examples} examples of {args.data}\n")
     print(report.markdown())
+    if args.predictions:
+        lines = report.write_predictions(Path(args.predictions))
+        count = sum(len(v) for v in report.lines.values())
+        print(f"\n{count} predictions written to {lines}", file=sys.stderr)
     if args.out:
         out = report.write(Path(args.out))
         print(f"\nreport written to {out}", file=sys.stderr)

@@ -38,19 +38,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--scale",
         default="linear",
         choices=SCALES,
-        help="linear: full colour = the largest weight; normalized: weight x context length "
-        "(1 = uniform attention), clipped at --clip",
+        help="linear (default): full colour = the largest weight; normalized: weight x "
+        "context length (1 = uniform attention), clipped at --clip",
     )
     parser.add_argument(
         "--clip",
         type=float,
         default=10.0,
-        help="normalized scale: the multiple of the uniform weight shown at full colour",
+        help="normalized scale: the multiple of the uniform weight shown at full colour "
+        "(default: %(default)s)",
     )
     parser.add_argument("--no-png", action="store_true", help="skip the PNG figures")
-    parser.add_argument("--batch-size", type=int, default=32, help="examples per forward pass")
     parser.add_argument(
-        "--device", default="auto", help="auto (GPU when available), cpu, cuda or cuda:N"
+        "--batch-size", type=int, default=32, help="examples per forward pass (default: 32)"
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="where the reader runs: auto (default, as in every command: the first GPU when "
+        "there is one, else the CPU, so one command line serves both), cpu, cuda or cuda:N",
     )
     return parser
 

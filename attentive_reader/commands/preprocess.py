@@ -13,6 +13,7 @@ from rich.console import Console
 from attentive_reader.corpus.console import print_report
 from attentive_reader.corpus.entities import DEFAULT_LABELS
 from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
+from attentive_reader.corpus.sources import PUBLISHER_DOMAINS
 from attentive_reader.errors import UserError
 
 EPILOG = """\
@@ -21,6 +22,7 @@ inputs (any mix, in order):
   .tgz / .tar.gz archive of .story     cnn_stories.tgz
   .json/.jsonl/.csv/.parquet file      train.csv  (or validation=val.csv to name its split)
   DIR of DeepMind .question files      cnn/questions  (read as examples: no NER)
+  .tgz / .tar.gz of .question files    cnn.tgz  (DeepMind's archive, read without unpacking)
   Hugging Face hub dataset name        cnn_dailymail --hf-config 3.0.0
 
 A run interrupted (Ctrl-C, kill -9) resumes when the same command is run again.
@@ -39,6 +41,9 @@ def _cap(value: str) -> int | None:
     if number < 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer or 'none', got {value!r}")
     return number
+
+
+PUBLISHERS = tuple(PUBLISHER_DOMAINS)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[0.9, 0.05, 0.05],
         metavar=("TRAIN", "VAL", "TEST"),
         help="fractions for stories split by a hash of their id (default: 0.9 0.05 0.05)",
+    )
+    group.add_argument(
+        "--publisher",
+        choices=PUBLISHERS,
+        help="keep only the stories of this publisher, as the url lists tell (needs "
+        "--url-lists); the others are counted as skipped (other_publisher)",
     )
     group = parser.add_argument_group("Hugging Face hub datasets")
     group.add_argument("--hf-config", metavar="NAME", help="dataset config, e.g. 3.0.0")
@@ -153,6 +164,7 @@ def main(argv: list[str]) -> int:
             max_context_tokens=args.max_context_tokens,
             url_lists=args.url_lists,
             split_fractions=tuple(args.split_fractions),
+            publisher=args.publisher,
             hf_config=args.hf_config,
             hf_splits=tuple(args.hf_splits) if args.hf_splits else None,
             num_proc=args.num_proc,

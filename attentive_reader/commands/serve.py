@@ -39,7 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--spacy-model", metavar="NAME", help="spaCy pipeline instead of the recorded one"
     )
-    parser.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="where the reader runs: auto (default, as in every command: the first GPU when "
+        "there is one, else the CPU, so one command line serves both), cpu, cuda or cuda:N",
+    )
     return parser
 
 

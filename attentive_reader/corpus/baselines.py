@@ -22,6 +22,12 @@ figures are therefore *expected accuracies under a random tie-break*
 (``expected_credit``, ``expected_accuracy``): a question whose answer is among the ``k``
 tied best candidates counts ``1/k``.
 
+``score_baselines`` is the one scoring of stored examples: each baseline's expected credit
+per question and its first-occurrence prediction, from one pass over ``tied_best``. The
+evaluation report (``eval.report``), the anonymization report (``eval.anonymization``,
+``scripts/anonymization_report.py``) and ``scripts/learning_curves.py`` all read their
+figures from it, so they agree to the last digit.
+
 They live in ``corpus/`` (they need neither torch nor spaCy) so that the synthetic corpus's
 ground-truth baselines (``corpus.synthetic.frequency_baselines``) and the evaluation report
 (``eval.report``, which imports them through ``eval.baselines``) share one implementation.
@@ -31,7 +37,8 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from attentive_reader.corpus.records import PLACEHOLDER, ClozeExample
@@ -258,7 +265,10 @@ def expected_credit(
 
     ``1/k`` when the answer is among the ``k`` tied best candidates (``tied_best``), else 0.
     """
-    best = tied_best(name, example, max_penalty=max_penalty, window=window)
+    return _credit(tied_best(name, example, max_penalty=max_penalty, window=window), example)
+
+
+def _credit(best: Sequence[str], example: ClozeExample) -> float:
     return 1.0 / len(best) if example.answer in best else 0.0
 
 
@@ -280,6 +290,59 @@ def expected_accuracy(
         expected_credit(name, ex, max_penalty=max_penalty, window=window) for ex in examples
     )
     return 100.0 * total / len(examples)
+
+
+@dataclass(frozen=True)
+class BaselineScores:
+    """One baseline scored on a list of questions, both ways.
+
+    Attributes:
+        name: the baseline.
+        credits: per question, the expected score under a random tie-break (``1/k`` when the
+            answer is among the ``k`` tied best candidates, else 0): ``expected_credit``.
+        first_occurrence: per question, the prediction with ties broken by the candidates'
+            order (first occurrence in the context): ``baseline_predictor``'s answer.
+    """
+
+    name: BaselineName
+    credits: tuple[float, ...]
+    first_occurrence: tuple[str, ...]
+
+    @property
+    def accuracy(self) -> float:
+        """The mean credit, a fraction (0.0 for no questions): the figure to publish."""
+        return sum(self.credits) / len(self.credits) if self.credits else 0.0
+
+
+def score_baselines(
+    examples: Iterable[ClozeExample], *, max_penalty: int = 8, window: int | None = None
+) -> dict[BaselineName, BaselineScores]:
+    """Every baseline on every example, in order: expected credits and first-occurrence answers.
+
+    One ``tied_best`` per baseline and question gives both (its first candidate is the
+    deterministic predictor's answer).
+
+    Args:
+        examples: the cloze questions.
+        max_penalty: word distance's cap per query word.
+        window: word distance's window (``None``: every query word).
+
+    Returns:
+        Baseline name -> its scores, in ``BASELINES`` order.
+
+    Raises:
+        ValueError: for a question without candidates or a query without ``@placeholder``.
+    """
+    credits: dict[BaselineName, list[float]] = {name: [] for name in BASELINES}
+    first: dict[BaselineName, list[str]] = {name: [] for name in BASELINES}
+    for example in examples:
+        for name in BASELINES:
+            best = tied_best(name, example, max_penalty=max_penalty, window=window)
+            credits[name].append(_credit(best, example))
+            first[name].append(best[0])
+    return {
+        name: BaselineScores(name, tuple(credits[name]), tuple(first[name])) for name in BASELINES
+    }
 
 
 def baseline_predictor(

@@ -71,7 +71,7 @@ def _input_size(inputs: Sequence[str], kinds: Sequence[str]) -> int | None:
         if kind == "hf_hub":
             return None
         _, path = split_input(input)
-        if kind == "archive" and path.lower().endswith(("gz", "tgz")):
+        if kind in ("archive", "question_archive") and path.lower().endswith(("gz", "tgz")):
             try:  # gzip's trailer: the uncompressed size modulo 4 GiB
                 with open(path, "rb") as f:
                     f.seek(-4, os.SEEK_END)

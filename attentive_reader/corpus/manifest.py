@@ -70,11 +70,12 @@ class ShardCounts:
         question_files: records that were ``.question`` files.
         examples: split -> number of examples.
         documents: kept stories (``.question`` documents are counted in ``question_docs``).
+        documents_by_split: split -> kept stories whose examples went to it.
         context_tokens: sum over kept stories of their context length.
         entities: sum over kept stories of their number of distinct entities.
         query_tokens: sum over all examples of their query length.
-        question_docs: story id -> (context tokens, entities) of the ``.question`` examples,
-            so that questions of one story spread over shards make one document.
+        question_docs: story id -> (context tokens, entities, split) of the ``.question``
+            examples, so that questions of one story spread over shards make one document.
         skip_details: the first ``MAX_SKIP_DETAILS`` skips, as dicts.
     """
 
@@ -85,10 +86,11 @@ class ShardCounts:
     question_files: int = 0
     examples: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SPLITS, 0))
     documents: int = 0
+    documents_by_split: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SPLITS, 0))
     context_tokens: int = 0
     entities: int = 0
     query_tokens: int = 0
-    question_docs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    question_docs: dict[str, tuple[int, int, str]] = field(default_factory=dict)
     skip_details: list[dict[str, str]] = field(default_factory=list)
 
     def add_skip(self, skip: Skip) -> None:
@@ -103,6 +105,7 @@ class ShardCounts:
         """Count one kept story and its examples (they share one context)."""
         self.kept += 1
         self.documents += 1
+        self.documents_by_split[split] += 1
         self.context_tokens += len(examples[0].context)
         self.entities += len(examples[0].candidates)
         self.examples[split] += len(examples)
@@ -114,7 +117,7 @@ class ShardCounts:
         self.examples[split] += 1
         self.query_tokens += len(example.query)
         self.question_docs.setdefault(
-            example.story_id, (len(example.context), len(example.candidates))
+            example.story_id, (len(example.context), len(example.candidates), split)
         )
 
     def __add__(self, other: ShardCounts) -> ShardCounts:
@@ -133,6 +136,9 @@ class ShardCounts:
             question_files=self.question_files + other.question_files,
             examples={s: self.examples[s] + other.examples[s] for s in SPLITS},
             documents=self.documents + other.documents,
+            documents_by_split={
+                s: self.documents_by_split[s] + other.documents_by_split[s] for s in SPLITS
+            },
             context_tokens=self.context_tokens + other.context_tokens,
             entities=self.entities + other.entities,
             query_tokens=self.query_tokens + other.query_tokens,
@@ -150,6 +156,7 @@ class ShardCounts:
             "question_files": self.question_files,
             "examples": dict(self.examples),
             "documents": self.documents,
+            "documents_by_split": dict(self.documents_by_split),
             "context_tokens": self.context_tokens,
             "entities": self.entities,
             "query_tokens": self.query_tokens,
@@ -159,7 +166,12 @@ class ShardCounts:
 
     @classmethod
     def from_json(cls, data: dict) -> ShardCounts:
-        """Inverse of ``to_json``."""
+        """Inverse of ``to_json``.
+
+        Raises:
+            KeyError: counts written by an older version of the toolkit (no
+                ``documents_by_split``): the shard is processed again.
+        """
         return cls(
             read=data["read"],
             kept=data["kept"],
@@ -168,10 +180,11 @@ class ShardCounts:
             question_files=data["question_files"],
             examples={s: data["examples"].get(s, 0) for s in SPLITS},
             documents=data["documents"],
+            documents_by_split={s: data["documents_by_split"].get(s, 0) for s in SPLITS},
             context_tokens=data["context_tokens"],
             entities=data["entities"],
             query_tokens=data["query_tokens"],
-            question_docs={k: (v[0], v[1]) for k, v in data["question_docs"].items()},
+            question_docs={k: (v[0], v[1], v[2]) for k, v in data["question_docs"].items()},
             skip_details=list(data["skip_details"]),
         )
 
@@ -188,15 +201,25 @@ def statistics(counts: ShardCounts) -> dict[str, float | int]:
     """The corpus statistics of Table 1 of Hermann et al. (2015).
 
     Documents are the kept stories plus the distinct stories of ``.question`` examples;
-    context tokens and entities are averaged over documents, query tokens over examples.
+    context tokens and entities are averaged over documents, query tokens over examples (all
+    splits). The published documents and queries per document are those of the train split:
+    ``documents_by_split`` and ``train_questions_per_document`` are the figures to compare.
     """
     documents = counts.documents + len(counts.question_docs)
-    context = counts.context_tokens + sum(c for c, _ in counts.question_docs.values())
-    entities = counts.entities + sum(e for _, e in counts.question_docs.values())
+    context = counts.context_tokens + sum(c for c, _, _ in counts.question_docs.values())
+    entities = counts.entities + sum(e for _, e, _ in counts.question_docs.values())
     examples = sum(counts.examples.values())
+    by_split = dict(counts.documents_by_split)
+    for _, _, split in counts.question_docs.values():
+        by_split[split] += 1
+    train = by_split["train"]
     return {
         "documents": documents,
+        "documents_by_split": by_split,
         "examples": examples,
+        "train_questions_per_document": (
+            round(counts.examples["train"] / train, 3) if train else 0.0
+        ),
         "questions_per_document": round(examples / documents, 3) if documents else 0.0,
         "entities_per_document": round(entities / documents, 3) if documents else 0.0,
         "context_tokens": round(context / documents, 3) if documents else 0.0,
@@ -263,9 +286,15 @@ def build_manifest(
 
 def write_json_atomic(path: Path, data: dict) -> None:
     """Write ``data`` as JSON to ``path`` through a temporary file and a rename."""
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename: a reader of
+    ``path`` sees the old file or the whole new one, never a part."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except BaseException:  # e.g. a full disk: leave no partial file behind
         with contextlib.suppress(OSError):
@@ -294,7 +323,9 @@ def _fmt(value: float | int | None) -> str:
 def comparison_table(manifest: dict) -> Table:
     """The run's statistics beside the published CNN / Daily Mail figures (a rich Table).
 
-    Published per-document figures are for the train split of the full corpora.
+    The published documents and queries per document are the train split's, and so are this
+    run's in those rows; the averages are over all splits of this run (manifests written
+    before ``documents_by_split`` existed show "-" in the train rows).
     """
     stats = manifest["statistics"]
     examples = manifest["examples"]
@@ -304,12 +335,16 @@ def comparison_table(manifest: dict) -> Table:
     for name in PUBLISHED:
         table.add_column(name, justify="right")
     rows: list[tuple[str, float | int | None, str]] = [
-        ("documents", stats["documents"], "documents"),
+        ("documents, train", stats.get("documents_by_split", {}).get("train"), "documents"),
         ("queries train", examples["train"], "train"),
         ("queries validation", examples["validation"], "validation"),
         ("queries test", examples["test"], "test"),
-        ("queries per document", stats["questions_per_document"], "questions_per_document"),
-        ("entities per document", stats["entities_per_document"], "entities_per_document"),
+        (
+            "queries per document, train",
+            stats.get("train_questions_per_document"),
+            "questions_per_document",
+        ),
+        ("entities per document (avg)", stats["entities_per_document"], "entities_per_document"),
         ("context tokens (avg)", stats["context_tokens"], "context_tokens"),
         ("query tokens (avg)", stats["query_tokens"], "query_tokens"),
     ]

@@ -8,6 +8,7 @@ from typing import Literal
 
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
+from attentive_reader.corpus.sources.splits import PUBLISHER_DOMAINS, Publisher
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class PreprocessOptions:
             stories listed in none of them are skipped (``not_in_url_lists``).
         split_fractions: train / validation / test fractions for stories that get their
             split from a hash of their id.
+        publisher: keep only the stories (and ``.question`` examples) of this publisher,
+            ``cnn`` or ``dailymail``, as the url lists tell (so ``url_lists`` is needed);
+            the others are skipped and counted (``other_publisher``).
         hf_config: configuration of a Hugging Face hub dataset (e.g. ``3.0.0``).
         hf_splits: the hub dataset's splits to read (all when ``None``).
         num_proc: worker processes (1: everything in this process).
@@ -41,6 +45,7 @@ class PreprocessOptions:
     max_context_tokens: int | None = 2000
     url_lists: str | None = None
     split_fractions: tuple[float, float, float] = (0.9, 0.05, 0.05)
+    publisher: Publisher | None = None
     hf_config: str | None = None
     hf_splits: tuple[str, ...] | None = None
     num_proc: int = 1
@@ -70,6 +75,15 @@ class PreprocessOptions:
             raise ValueError(
                 "split_fractions must be three non-negative numbers (train, validation, test) "
                 f"summing to 1, e.g. 0.9 0.05 0.05; got {list(fractions)}"
+            )
+        if self.publisher is not None and self.publisher not in PUBLISHER_DOMAINS:
+            raise ValueError(
+                f"publisher must be one of {', '.join(PUBLISHER_DOMAINS)}, got {self.publisher!r}"
+            )
+        if self.publisher is not None and not self.url_lists:
+            raise ValueError(
+                f"--publisher {self.publisher} needs --url-lists DIR: the url lists tell each "
+                "story's publisher (attentive-reader download url_lists --dest DIR fetches them)"
             )
         # ClozeOptions validates labels and max_context_tokens.
         self.cloze_options()

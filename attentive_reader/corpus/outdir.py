@@ -162,6 +162,11 @@ def read_parts(parts: Sequence[str | os.PathLike]) -> Parts:
             raise UserError(f"{json_path} is missing or unreadable; rerun that part") from None
         if not parquet_path.is_file():
             raise UserError(f"{parquet_path} is missing; rerun that part")
-        counts.append(ShardCounts.from_json(data["counts"]))
+        try:
+            counts.append(ShardCounts.from_json(data["counts"]))
+        except KeyError:
+            raise UserError(
+                f"{json_path} was written by an older version of attentive-reader; rerun that part"
+            ) from None
         files.append(parquet_path)
     return Parts(first, counts, files, expected)

@@ -88,7 +88,7 @@ from attentive_reader.corpus.shards import (
     shard_key,
     shard_paths,
 )
-from attentive_reader.corpus.sources import UrlLists
+from attentive_reader.corpus.sources import QUESTION_KINDS, UrlLists
 from attentive_reader.corpus.synthetic.files import synthetic_origin
 from attentive_reader.corpus.workers import ShardPool
 from attentive_reader.errors import UserError
@@ -176,7 +176,9 @@ def run_key_fields(
     options: PreprocessOptions,
     model: dict | None,
 ) -> dict:
-    """What identifies a run's output (options that only change speed are left out)."""
+    """What identifies a run's output (options that only change speed are left out; the
+    publisher only when one is kept, so that other runs keep their keys)."""
+    publisher = {"publisher": options.publisher} if options.publisher else {}
     return {
         "toolkit": __version__,
         "grouping_rules": GROUPING_RULES_VERSION,
@@ -191,6 +193,7 @@ def run_key_fields(
         "hf_splits": list(options.hf_splits) if options.hf_splits is not None else None,
         "shard_size": options.shard_size,
         "batch_size": options.batch_size,
+        **publisher,
     }
 
 
@@ -211,7 +214,7 @@ def preprocess(
 
     Args:
         inputs: ``.story`` directories, ``.tgz`` archives, json/jsonl/csv/parquet files,
-            ``.question`` directories or hub dataset names, in order.
+            ``.question`` directories or archives, or hub dataset names, in order.
         output: the output directory.
         options: the run's options (defaults when ``None``).
         console: where progress goes (a default rich console when ``None``).
@@ -233,8 +236,8 @@ def preprocess(
 
 @dataclass(frozen=True)
 class _Pipeline:
-    """The run's NER pipeline; every field ``None`` when every input is a ``.question``
-    directory (no NER needed).
+    """The run's NER pipeline; every field ``None`` when every input is ``.question`` files,
+    in a folder or an archive (no NER needed).
 
     Attributes:
         nlp: the loaded pipeline.
@@ -248,7 +251,7 @@ class _Pipeline:
 
 
 def _pipeline(options: PreprocessOptions, kinds: Sequence[str]) -> _Pipeline:
-    if all(kind == "questions" for kind in kinds):
+    if all(kind in QUESTION_KINDS for kind in kinds):
         return _Pipeline()
     nlp = load_pipeline(options.spacy_model)
     info = pipeline_info(nlp)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import datasets
 
@@ -39,8 +39,10 @@ from attentive_reader.corpus.records import (
     safe_id,
 )
 from attentive_reader.corpus.sources import (
+    ARCHIVE_SUFFIXES,
     QUESTION_SUFFIX,
     decode_text,
+    iter_members,
     url_sha1,
     walk_files,
 )
@@ -135,53 +137,85 @@ def parse_question(text: str, *, example_id: str, source: str) -> ClozeExample |
     )
 
 
-def _split_of_path(file: Path, root: Path) -> str | None:
-    """The split named by the nearest folder, between ``root`` (included) and ``file``."""
-    folders = file.parent.relative_to(root).parts if file.parent != root else ()
-    for folder in (*reversed(folders), root.name):
+def _split_of_folders(folders: tuple[str, ...]) -> str | None:
+    """The split named by the nearest of ``folders`` (outermost first), else ``None``."""
+    for folder in reversed(folders):
         if folder.lower() in FOLDER_SPLITS:
             return FOLDER_SPLITS[folder.lower()]
     return None
 
 
+def _split_of_path(file: Path, root: Path) -> str | None:
+    """The split named by the nearest folder, between ``root`` (included) and ``file``."""
+    folders = file.parent.relative_to(root).parts if file.parent != root else ()
+    return _split_of_folders((root.name, *folders))
+
+
+def _read_question(data: bytes, name: str, source: str) -> ClozeExample | Skip:
+    text = decode_text(data, source)
+    if isinstance(text, Skip):
+        return text
+    stem = name[: -len(QUESTION_SUFFIX)]
+    return parse_question(text, example_id=safe_id(stem), source=source)
+
+
+def _question_files(root: Path) -> Iterator[tuple[str | None, ClozeExample | Skip]]:
+    """``(split, example or skip)`` of the files under ``root`` (or of the file ``root``)."""
+    top = root.parent if root.is_file() else root
+    for file in [root] if root.is_file() else walk_files(root, QUESTION_SUFFIX):
+        try:
+            data = file.read_bytes()
+        except OSError as err:
+            yield (
+                None,
+                Skip(str(file), "unreadable", f"cannot read the file: {err.strerror or err}"),
+            )
+            continue
+        yield _split_of_path(file, top), _read_question(data, file.name, str(file))
+
+
+def _question_members(archive: Path) -> Iterator[tuple[str | None, ClozeExample | Skip]]:
+    """``(split, example or skip)`` of the ``.question`` members of a gzipped tar archive,
+    streamed; the split is named by the member's folders (``cnn/questions/training/``)."""
+    for item in iter_members(archive, QUESTION_SUFFIX, "questions"):
+        if isinstance(item, Skip):
+            yield None, item
+            continue
+        name, data = item
+        member = PurePosixPath(name)
+        split = _split_of_folders(member.parent.parts)
+        yield split, _read_question(data, member.name, f"{archive}:{name}")
+
+
 def iter_questions(
     input: str | os.PathLike, *, strict: bool = False
 ) -> Iterator[tuple[str | None, ClozeExample] | Skip]:
-    """Stream the ``.question`` files under ``input`` (recursively, sorted), or one file.
+    """Stream the ``.question`` files under ``input`` (recursively, sorted), of one file, or
+    of a ``.tgz`` / ``.tar.gz`` archive (DeepMind's ``cnn.tgz``, read as a stream in member
+    order, never unpacked).
 
     The split of a file is named by its nearest folder called ``training``/``train``,
-    ``validation`` or ``test`` (the input folder itself included), else ``None``.
+    ``validation`` or ``test`` (the input folder itself included; in an archive, the
+    member's folders), else ``None``.
 
     Args:
-        input: a folder of ``.question`` files, or one file.
+        input: a folder of ``.question`` files, one file, or an archive of them.
         strict: raise ``UserError`` at the first bad file instead of yielding a ``Skip``.
 
     Yields:
         ``(split, example)`` pairs, and ``Skip`` records (reasons ``bad_question``, ``empty``,
-        ``binary``, ``not_utf8``, ``unreadable``) naming the file.
+        ``binary``, ``not_utf8``, ``unreadable``, ``truncated_archive``) naming the file or
+        ``archive:member``.
 
     Raises:
-        UserError: if ``input`` does not exist, or (strict) for a bad file.
+        UserError: if ``input`` does not exist or is not a readable archive, or (strict) for
+            a bad file.
     """
     path = Path(input)
     if not path.exists():
         raise UserError(f"{path}: no such file or directory")
-    root = path.parent if path.is_file() else path
-    files = [path] if path.is_file() else walk_files(path, QUESTION_SUFFIX)
-    for file in files:
-        item: ClozeExample | Skip
-        try:
-            data = file.read_bytes()
-        except OSError as err:
-            item = Skip(str(file), "unreadable", f"cannot read the file: {err.strerror or err}")
-        else:
-            text = decode_text(data, str(file))
-            stem = file.name[: -len(QUESTION_SUFFIX)]
-            item = (
-                text
-                if isinstance(text, Skip)
-                else parse_question(text, example_id=safe_id(stem), source=str(file))
-            )
+    archive = path.is_file() and path.name.lower().endswith(ARCHIVE_SUFFIXES)
+    for split, item in _question_members(path) if archive else _question_files(path):
         if isinstance(item, Skip):
             if strict:
                 raise UserError(
@@ -190,7 +224,7 @@ def iter_questions(
                 )
             yield item
         else:
-            yield _split_of_path(file, root), item
+            yield split, item
 
 
 def format_question(example: ClozeExample) -> str:

@@ -27,10 +27,13 @@ from attentive_reader.corpus.options import PreprocessOptions
 from attentive_reader.corpus.questions import iter_questions
 from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample, Skip, Story
 from attentive_reader.corpus.sources import (
+    QUESTION_KINDS,
+    Publisher,
     UrlLists,
     detect_kind,
     hash_split,
     iter_stories,
+    publisher_of_url,
     split_input,
     url_sha1,
 )
@@ -120,6 +123,55 @@ def _story_split(
     return hash_split(story.id, fractions)
 
 
+def _other_publisher(
+    story_id: str,
+    url: str | None,
+    source: str,
+    url_lists: UrlLists | None,
+    publisher: Publisher | None,
+) -> Skip | None:
+    """A skip for a record that is not of ``publisher`` (by its listed url, else its own),
+    else ``None``."""
+    if publisher is None:
+        return None
+    listed = url_lists.url_of(story_id) if url_lists is not None else None
+    if listed is None and url and url_lists is not None:
+        listed = url_lists.url_of(url_sha1(url))
+    found = publisher_of_url(listed or url or "")
+    if found == publisher:
+        return None
+    if found is None:
+        return Skip(
+            source,
+            "not_in_url_lists",
+            f"story {story_id}: its url is in none of the url lists, so its publisher is "
+            f"unknown (--publisher {publisher})",
+        )
+    return Skip(source, "other_publisher", f"story {story_id}: {found}, not {publisher}")
+
+
+def _question_items(
+    path: str, options: PreprocessOptions, url_lists: UrlLists | None
+) -> Iterator[WorkItem]:
+    for entry in iter_questions(path, strict=options.strict):
+        if isinstance(entry, Skip):
+            yield WorkItem(None, entry)
+            continue
+        split, example = entry
+        source = f"{path}:{example.id}"
+        other = _other_publisher(
+            example.story_id, example.url, source, url_lists, options.publisher
+        )
+        if other is not None:
+            yield WorkItem(None, other)
+            continue
+        if split is None and url_lists is not None:
+            split = url_lists.split_of(example.story_id)
+        if split is None:
+            split = hash_split(example.story_id, options.split_fractions)
+        yield WorkItem(split, example)
+
+
 def iter_items(
     inputs: Sequence[str],
     kinds: Sequence[str],
@@ -128,22 +180,15 @@ def iter_items(
 ) -> Iterator[WorkItem]:
     """The records of all inputs, in order, each with its split.
 
-    Splits: the source's (Hugging Face splits, ``.question`` folder names), else the url
-    lists, else ``hash_split`` of the story id with ``options.split_fractions``.
+    Splits: the source's (Hugging Face splits, ``.question`` folder names, in a folder or an
+    archive), else the url lists, else ``hash_split`` of the story id with
+    ``options.split_fractions``. With ``options.publisher``, the records of the other
+    publisher are skips (``other_publisher``), and so are those whose publisher the url
+    lists do not tell (``not_in_url_lists``).
     """
-    fractions = options.split_fractions
     for path, kind in zip(inputs, kinds):
-        if kind == "questions":
-            for entry in iter_questions(path, strict=options.strict):
-                if isinstance(entry, Skip):
-                    yield WorkItem(None, entry)
-                    continue
-                split, example = entry
-                if split is None and url_lists is not None:
-                    split = url_lists.split_of(example.story_id)
-                if split is None:
-                    split = hash_split(example.story_id, fractions)
-                yield WorkItem(split, example)
+        if kind in QUESTION_KINDS:
+            yield from _question_items(path, options, url_lists)
             continue
         for record in iter_stories(
             path, hf_config=options.hf_config, hf_splits=options.hf_splits, strict=options.strict
@@ -151,7 +196,13 @@ def iter_items(
             if isinstance(record, Skip):
                 yield WorkItem(None, record)
                 continue
-            split = _story_split(record, url_lists, fractions)
+            split = _story_split(record, url_lists, options.split_fractions)
+            if not isinstance(split, Skip):
+                source = record.source or record.id
+                other = _other_publisher(
+                    record.id, record.url, source, url_lists, options.publisher
+                )
+                split = other or split
             if isinstance(split, Skip):
                 yield WorkItem(None, split)
             else:
@@ -308,4 +359,7 @@ def finished_shard(directory: Path, index: int, key: str) -> ShardCounts | None:
         return None
     if data.get("key") != key or not parquet_path.is_file():
         return None
-    return ShardCounts.from_json(data["counts"])
+    try:
+        return ShardCounts.from_json(data["counts"])
+    except KeyError:  # written by an older version of the toolkit: processed again
+        return None

@@ -14,9 +14,10 @@
   entity of their context (its full name, or the last word of a multi-word name).
 
 The baselines are expected accuracies under a random tie-break
-(``corpus.baselines.expected_accuracy``: the DeepMind markers are permuted per document, so
-a tie broken by marker there is a random one); ``first_occurrence`` holds the deterministic
-predictors' accuracies (ties: the candidate named first), which favour the answer.
+(``corpus.baselines.score_baselines``, the scoring ``attentive-reader evaluate`` reports too:
+the DeepMind markers are permuted per document, so a tie broken by marker there is a random
+one); ``first_occurrence`` holds the deterministic predictors' accuracies (ties: the
+candidate named first), which favour the answer.
 
 Each figure comes with the half-width of its 95% interval (``cluster_interval``): a
 *cluster* bootstrap over documents, since the questions of one story share its context and
@@ -37,13 +38,10 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 
-from attentive_reader.corpus.baselines import (
-    BASELINES,
-    baseline_predictor,
-    expected_credit,
-)
+from attentive_reader.corpus.baselines import BASELINES, score_baselines
 from attentive_reader.corpus.names import canonical_form, form_key, is_place
 from attentive_reader.corpus.records import ClozeExample, is_entity_marker
+from attentive_reader.eval.report import correct_flags
 
 # Hermann et al. (2015), Table 4 (test accuracy, %) and Table 1 (entities per document).
 PUBLISHED: dict[str, dict[str, float]] = {
@@ -204,15 +202,10 @@ def anonymization_report(examples: Iterable[ClozeExample]) -> dict:
         documents.setdefault(ex.story_id, len(ex.candidates))
     kinds: dict[str, int] = {}
     plain_examples: list[str] = []
-    scores: dict[str, list[float]] = {
-        key: [] for key in (*BASELINES, "related_second_marker", "plain_name_queries")
-    }
-    first_right: dict[str, int] = dict.fromkeys(BASELINES, 0)
-    predictors = {name: baseline_predictor(name) for name in BASELINES}
+    baselines = score_baselines(examples)
+    scores: dict[str, list[float]] = {name: list(baselines[name].credits) for name in BASELINES}
+    scores |= {"related_second_marker": [], "plain_name_queries": []}
     for ex in examples:
-        for name in BASELINES:
-            scores[name].append(expected_credit(name, ex))
-            first_right[name] += predictors[name](ex) == ex.answer
         answer = ex.entities.get(ex.answer, "")
         found = [
             related_kind(answer, ex.entities.get(m, "")) for m in ex.candidates if m != ex.answer
@@ -228,9 +221,9 @@ def anonymization_report(examples: Iterable[ClozeExample]) -> dict:
     n = len(examples)
     report: dict = {"questions": n, "documents": len(documents)}
     for name in BASELINES:
-        report[name] = _mean(scores[name])
+        report[name] = round(100.0 * baselines[name].accuracy, 1)
     report["first_occurrence"] = {
-        name: round(100.0 * first_right[name] / n, 1) if n else 0.0 for name in BASELINES
+        name: _mean(correct_flags(baselines[name].first_occurrence, examples)) for name in BASELINES
     }
     report["entities_per_document"] = (
         round(sum(documents.values()) / len(documents), 1) if documents else 0.0

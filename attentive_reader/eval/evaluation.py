@@ -1,10 +1,12 @@
 """``evaluate(...) -> Report``: exact cloze accuracy of checkpoints beside the paper's baselines.
 
-Every example of the split is read exactly once, in one process, by every checkpoint; the
-non-neural baselines are computed from the same examples. Each checkpoint file is read once
-(its hash, reader and vocabulary come from the same bytes). The ``Report`` holds every figure
-and the inputs; ``Report.to_json()`` is the JSON report of ``attentive-reader evaluate --out``
-and ``Report.markdown()`` its tables.
+Every example of the split is read exactly once, in one process, in stored order, by every
+checkpoint (whatever the batch size); the non-neural baselines are computed from the same
+examples (expected accuracy under a random tie-break, and with ties broken by first
+occurrence). Each checkpoint file is read once (its hash, reader and vocabulary come from the
+same bytes). The ``Report`` holds every figure and the inputs; ``Report.to_json()`` is the
+JSON report of ``attentive-reader evaluate --out``, ``Report.markdown()`` its tables and
+``Report.write_predictions`` the per-example file of ``--predictions``.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from attentive_reader import __version__
 from attentive_reader.corpus.manifest import write_json_atomic
 from attentive_reader.corpus.records import SPLITS, ClozeExample, Split, load_split
 from attentive_reader.errors import UserError
+from attentive_reader.eval.baselines import score_baselines
+from attentive_reader.eval.predictions_file import PredictionLine, write_predictions
 from attentive_reader.eval.report import (
     DEFAULT_CANDIDATE_EDGES,
     DEFAULT_LENGTH_EDGES,
     Accuracy,
     SystemKind,
-    baseline_predictions,
     build_report,
     markdown_tables,
 )
@@ -39,9 +42,12 @@ class SystemResult:
     Attributes:
         name: the baseline's name or the checkpoint's name in the tables.
         kind: ``"baseline"`` or ``"model"``.
-        overall: accuracy over every example.
+        overall: accuracy over every example (a baseline's: expected under a random
+            tie-break).
         by_context_length: bucket label -> accuracy.
         by_num_candidates: bucket label -> accuracy.
+        first_occurrence: a baseline's accuracy with ties broken by first occurrence
+            (``None`` for a model).
     """
 
     name: str
@@ -49,24 +55,30 @@ class SystemResult:
     overall: Accuracy
     by_context_length: dict[str, Accuracy]
     by_num_candidates: dict[str, Accuracy]
+    first_occurrence: Accuracy | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "name": self.name,
             "kind": self.kind,
             "overall": self.overall.to_dict(),
             "by_context_length": {k: v.to_dict() for k, v in self.by_context_length.items()},
             "by_num_candidates": {k: v.to_dict() for k, v in self.by_num_candidates.items()},
         }
+        if self.first_occurrence is not None:
+            data["first_occurrence"] = self.first_occurrence.to_dict()
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SystemResult:
+        first = data.get("first_occurrence")
         return cls(
             name=data["name"],
             kind=data["kind"],
             overall=Accuracy(**data["overall"]),
             by_context_length={k: Accuracy(**v) for k, v in data["by_context_length"].items()},
             by_num_candidates={k: Accuracy(**v) for k, v in data["by_num_candidates"].items()},
+            first_occurrence=None if first is None else Accuracy(**first),
         )
 
 
@@ -167,7 +179,9 @@ class Report:
         candidate_edges: lower bounds of the number-of-candidates buckets.
         systems: the baselines first, then the checkpoints.
         predictions: system name -> the predicted marker of each example, in stored order
-            (not part of the JSON report).
+            (a baseline's with ties broken by first occurrence; not part of the JSON report).
+        lines: checkpoint name -> its per-example lines, in stored order (what
+            ``write_predictions`` writes; not part of the JSON report).
     """
 
     tool: str
@@ -182,6 +196,7 @@ class Report:
     candidate_edges: tuple[int, ...]
     systems: tuple[SystemResult, ...]
     predictions: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    lines: dict[str, tuple[PredictionLine, ...]] = field(default_factory=dict, compare=False)
 
     def system(self, name: str) -> SystemResult:
         """The figures of the system called ``name``.
@@ -245,6 +260,18 @@ class Report:
         write_json_atomic(path, self.to_json())
         return path
 
+    def write_predictions(self, path: str | Path) -> Path:
+        """Write the per-example JSON Lines file of ``--predictions``, atomically: one line
+        per checkpoint and example (checkpoints in the order given, examples in stored
+        order), each ``PredictionLine.to_json()``.
+
+        Raises:
+            UserError: if the report holds no checkpoint (baselines only).
+        """
+        if not self.lines:
+            raise UserError("--predictions needs a checkpoint (--ckpt): the file holds its answers")
+        return write_predictions(path, (line for lines in self.lines.values() for line in lines))
+
 
 def load_examples(data: str | Path, split: Split) -> list[ClozeExample]:
     """The stored examples of ``split`` in stored order.
@@ -305,18 +332,7 @@ def evaluate(
         UserError: for a bad option, a missing checkpoint, a dataset that is not one or
             an empty split, or a checkpoint whose data order differs from the dataset's.
     """
-    if split not in SPLITS:
-        raise UserError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    if batch_size < 1:
-        raise UserError(f"--batch-size must be positive, got {batch_size}")
-    if max_penalty < 1:
-        raise UserError(f"--max-penalty must be positive, got {max_penalty}")
-    for flag, edges in (
-        ("--length-buckets", length_edges),
-        ("--candidate-buckets", candidate_edges),
-    ):
-        if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
-            raise UserError(f"{flag} must be strictly ascending, got {list(edges)}")
+    _check_options(split, batch_size, max_penalty, length_edges, candidate_edges)
     data = Path(data)
     for ckpt in checkpoints:
         if not Path(ckpt).is_file():
@@ -326,25 +342,13 @@ def evaluate(
         raise UserError(f"{data} [{split}] holds no examples")
 
     started = time.perf_counter()
-    baselines = baseline_predictions(examples, max_penalty=max_penalty, window=window)
+    baselines = score_baselines(examples, max_penalty=max_penalty, window=window)
     baseline_seconds = round(time.perf_counter() - started, 3)
 
-    models: dict[str, list[str]] = {}
-    infos: list[CheckpointInfo] = []
-    if checkpoints:
-        from attentive_reader.eval.inference import resolve_device
-
-        resolved = resolve_device(device)
-        taken: set[str] = set(baselines)
-        for ckpt in checkpoints:
-            if progress is not None:
-                progress(f"evaluating {ckpt} on {len(examples)} examples ({resolved})")
-            name = _unique_name(str(ckpt), taken)
-            predictions, info = _model_predictions(
-                ckpt, name, data, split, examples, batch_size, resolved
-            )
-            models[name] = predictions
-            infos.append(info)
+    lines, infos = _read_checkpoints(
+        checkpoints, data, split, examples, batch_size, device, set(baselines), progress
+    )
+    models = {name: tuple(line.prediction for line in rows) for name, rows in lines.items()}
 
     figures = build_report(
         examples,
@@ -360,19 +364,68 @@ def evaluate(
         split=split,
         manifest=read_manifest(data),
         checkpoints=tuple(infos),
-        options=EvaluationOptions(
-            batch_size=batch_size,
-            device=device,
-            max_penalty=max_penalty,
-            window=window,
-            baseline_seconds=baseline_seconds,
-        ),
+        options=EvaluationOptions(batch_size, device, max_penalty, window, baseline_seconds),
         num_examples=figures["num_examples"],
         length_edges=tuple(length_edges),
         candidate_edges=tuple(candidate_edges),
         systems=tuple(SystemResult.from_json(s) for s in figures["systems"]),
-        predictions={k: tuple(v) for k, v in {**baselines, **models}.items()},
+        predictions={
+            **{name: scores.first_occurrence for name, scores in baselines.items()},
+            **models,
+        },
+        lines=lines,
     )
+
+
+def _check_options(
+    split: str,
+    batch_size: int,
+    max_penalty: int,
+    length_edges: Sequence[int],
+    candidate_edges: Sequence[int],
+) -> None:
+    """Raise a ``UserError`` naming the first bad option of ``evaluate``."""
+    if split not in SPLITS:
+        raise UserError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if batch_size < 1:
+        raise UserError(f"--batch-size must be positive, got {batch_size}")
+    if max_penalty < 1:
+        raise UserError(f"--max-penalty must be positive, got {max_penalty}")
+    for flag, edges in (
+        ("--length-buckets", length_edges),
+        ("--candidate-buckets", candidate_edges),
+    ):
+        if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
+            raise UserError(f"{flag} must be strictly ascending, got {list(edges)}")
+
+
+def _read_checkpoints(
+    checkpoints: Sequence[str | Path],
+    data: Path,
+    split: Split,
+    examples: Sequence[ClozeExample],
+    batch_size: int,
+    device: str,
+    taken: set[str],
+    progress: Callable[[str], None] | None,
+) -> tuple[dict[str, tuple[PredictionLine, ...]], list[CheckpointInfo]]:
+    """Each checkpoint's lines (by its unique name; ``taken``: names already used) and infos."""
+    lines: dict[str, tuple[PredictionLine, ...]] = {}
+    infos: list[CheckpointInfo] = []
+    if not checkpoints:
+        return lines, infos
+    from attentive_reader.eval.inference import resolve_device
+
+    resolved = resolve_device(device)
+    for ckpt in checkpoints:
+        if progress is not None:
+            progress(f"evaluating {ckpt} on {len(examples)} examples ({resolved})")
+        name = _unique_name(str(ckpt), taken)
+        lines[name], info = _model_predictions(
+            ckpt, name, data, split, examples, batch_size, resolved
+        )
+        infos.append(info)
+    return lines, infos
 
 
 def _model_predictions(
@@ -383,14 +436,18 @@ def _model_predictions(
     examples: Sequence[ClozeExample],
     batch_size: int,
     device: Any,
-) -> tuple[list[str], CheckpointInfo]:
-    """One checkpoint's predicted marker for every example, and what the report records."""
+) -> tuple[tuple[PredictionLine, ...], CheckpointInfo]:
+    """One checkpoint's line for every example, in stored order, and what the report records.
+
+    Raises:
+        UserError: if the reader's rows are not the examples, each once, in stored order.
+    """
     from attentive_reader.eval.inference import iterate_predictions, load_checkpoint
 
     loaded = load_checkpoint(ckpt, data, device)  # the file is read here, once
     reader, datamodule = loaded.reader, loaded.datamodule
     started = time.perf_counter()
-    predictions: list[str] = []
+    predictions: list[PredictionLine] = []
     for _, batch_prediction in iterate_predictions(
         reader, datamodule, split, batch_size=batch_size, device=device
     ):
@@ -401,7 +458,10 @@ def _model_predictions(
                     f"{ckpt}: the reader's data order differs from {data} [{split}] at row "
                     f"{position} (example {record.id}); is it the same dataset?"
                 )
-            predictions.append(record.marker)
+            example = examples[position]
+            probability = float(record.probs[record.prediction])
+            gold = float(record.probs[record.answer])  # the batch's id of the stored answer
+            predictions.append(PredictionLine.of(name, example, record.marker, probability, gold))
     if len(predictions) != len(examples):
         raise UserError(
             f"{ckpt}: {len(predictions)} predictions for {len(examples)} examples of {split}"
@@ -422,7 +482,7 @@ def _model_predictions(
         max_context_tokens=datamodule.max_context_tokens,
         seconds=round(time.perf_counter() - started, 3),
     )
-    return predictions, info
+    return tuple(predictions), info
 
 
 def _unique_name(name: str, taken: set[str]) -> str:

@@ -1,8 +1,12 @@
 """Cloze accuracy with a confidence interval, breakdowns, and the report of several systems.
 
-Everything here works on plain predictions (one entity marker per example), so models and the
-non-neural baselines (``eval/baselines.py``) are reported the same way, side by side. The
-``evaluate`` command feeds it; the functions are pure and tested with hand-computed numbers.
+Everything here works on one score per example: 1 or 0 for a model's right or wrong answer,
+and for the non-neural baselines (``eval/baselines.py``) their expected credit under a random
+tie-break (``1/k`` when the answer is among ``k`` tied best candidates), the figure the
+anonymization report and the published tables use. So models and baselines are reported the
+same way, side by side; a baseline also keeps its accuracy with ties broken by first
+occurrence (``first_occurrence``). The ``evaluate`` command feeds it; the functions are pure
+and tested with hand-computed numbers.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from attentive_reader.corpus.records import ClozeExample
-from attentive_reader.eval.baselines import BASELINES, baseline_predictor
+from attentive_reader.eval.baselines import BaselineScores, score_baselines
 
 Z_95 = 1.959963984540054
 """The standard normal quantile of a two-sided 95% interval."""
@@ -27,14 +31,16 @@ DEFAULT_CANDIDATE_EDGES: tuple[int, ...] = (1, 2, 5, 10, 20, 40)
 SystemKind = Literal["baseline", "model"]
 
 
-def wilson_interval(correct: int, total: int, z: float = Z_95) -> tuple[float, float]:
+def wilson_interval(correct: float, total: int, z: float = Z_95) -> tuple[float, float]:
     """The Wilson score interval of a binomial proportion.
 
     Unlike the normal ("Wald") interval it stays inside [0, 1] and is sensible for small
-    ``total`` and for accuracies near 0 or 1.
+    ``total`` and for accuracies near 0 or 1. For expected credits (a fractional
+    ``correct``) it is the interval of their mean taken as a proportion: their variance is at
+    most that of right/wrong answers with the same mean, so the interval is not too narrow.
 
     Args:
-        correct: number of successes, ``0 <= correct <= total``.
+        correct: number of successes (or sum of credits in [0, 1]), ``0 <= correct <= total``.
         total: number of trials; 0 gives the uninformative interval ``(0.0, 1.0)``.
         z: the normal quantile (1.96 for 95%).
 
@@ -59,22 +65,26 @@ class Accuracy:
 
     Attributes:
         n: number of examples.
-        correct: number answered correctly.
+        correct: number answered correctly (an int); for a baseline the sum of its expected
+            credits (a float: 2.5 for five ties of two candidates each holding the answer).
         accuracy: ``correct / n`` (0.0 when ``n == 0``).
         ci_low: lower end of the 95% interval.
         ci_high: upper end of the 95% interval.
     """
 
     n: int
-    correct: int
+    correct: float
     accuracy: float
     ci_low: float
     ci_high: float
 
     @classmethod
-    def of(cls, flags: Sequence[bool]) -> Accuracy:
-        """The accuracy of a list of correct/wrong flags."""
-        n, correct = len(flags), int(sum(bool(f) for f in flags))
+    def of(cls, scores: Sequence[float]) -> Accuracy:
+        """The accuracy of per-example scores: correct/wrong flags (``correct`` is then an
+        int) or expected credits in [0, 1] (a float)."""
+        n = len(scores)
+        flags = all(isinstance(s, (bool, int)) for s in scores)
+        correct = int(sum(scores)) if flags else float(sum(scores))
         low, high = wilson_interval(correct, n)
         return cls(n, correct, correct / n if n else 0.0, low, high)
 
@@ -115,24 +125,24 @@ def _check_edges(edges: Sequence[int]) -> None:
 
 
 def breakdown(
-    flags: Sequence[bool], labels: Sequence[str], order: Sequence[str] = ()
+    scores: Sequence[float], labels: Sequence[str], order: Sequence[str] = ()
 ) -> dict[str, Accuracy]:
-    """Accuracy per label: ``flags[i]`` belongs to the group ``labels[i]``.
+    """Accuracy per label: ``scores[i]`` belongs to the group ``labels[i]``.
 
     Args:
-        flags: correct/wrong per example.
-        labels: the group of each example (same length as ``flags``).
+        scores: correct/wrong (or an expected credit) per example.
+        labels: the group of each example (same length as ``scores``).
         order: labels listed first, in this order (groups with no example are left out);
             the other labels follow in order of first appearance.
 
     Raises:
         ValueError: if the two lists differ in length.
     """
-    if len(flags) != len(labels):
-        raise ValueError(f"{len(flags)} flags but {len(labels)} labels")
-    groups: dict[str, list[bool]] = {}
-    for flag, label in zip(flags, labels):
-        groups.setdefault(label, []).append(bool(flag))
+    if len(scores) != len(labels):
+        raise ValueError(f"{len(scores)} scores but {len(labels)} labels")
+    groups: dict[str, list[float]] = {}
+    for score, label in zip(scores, labels):
+        groups.setdefault(label, []).append(score)
     ordered = [label for label in order if label in groups]
     ordered += [label for label in groups if label not in ordered]
     return {label: Accuracy.of(groups[label]) for label in ordered}
@@ -141,64 +151,65 @@ def breakdown(
 def system_result(
     name: str,
     kind: SystemKind,
-    predictions: Sequence[str],
+    scores: Sequence[float],
     examples: Sequence[ClozeExample],
     *,
     length_edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
     candidate_edges: Sequence[int] = DEFAULT_CANDIDATE_EDGES,
+    first_occurrence: Sequence[str] | None = None,
 ) -> dict:
     """One system's figures: overall accuracy and both breakdowns (a JSON-able dict).
 
     Args:
         name: the system's name in tables (a baseline name or a checkpoint path).
         kind: ``"baseline"`` or ``"model"``.
-        predictions: the predicted marker for each example, in the order of ``examples``.
+        scores: per example, in the order of ``examples``: right (``True``) or wrong for a
+            model, the expected credit for a baseline.
         examples: the evaluated examples (their answers, context lengths, candidates).
         length_edges: lower bounds of the context-length buckets.
         candidate_edges: lower bounds of the number-of-candidates buckets.
+        first_occurrence: a baseline's predictions with ties broken by first occurrence;
+            their overall accuracy is kept as ``first_occurrence``.
 
     Raises:
-        ValueError: if there is not exactly one prediction per example.
+        ValueError: if there is not exactly one score per example.
     """
-    if len(predictions) != len(examples):
+    if len(scores) != len(examples):
         raise ValueError(
-            f"{name}: {len(predictions)} predictions for {len(examples)} examples; "
+            f"{name}: {len(scores)} predictions for {len(examples)} examples; "
             "every example must be predicted exactly once"
         )
-    flags = [p == ex.answer for p, ex in zip(predictions, examples)]
     lengths = [bucket_label(len(ex.context), length_edges) for ex in examples]
     counts = [bucket_label(len(ex.candidates), candidate_edges) for ex in examples]
-    return {
+    result = {
         "name": name,
         "kind": kind,
-        "overall": Accuracy.of(flags).to_dict(),
+        "overall": Accuracy.of(scores).to_dict(),
         "by_context_length": {
             k: v.to_dict()
-            for k, v in breakdown(flags, lengths, bucket_labels(length_edges)).items()
+            for k, v in breakdown(scores, lengths, bucket_labels(length_edges)).items()
         },
         "by_num_candidates": {
             k: v.to_dict()
-            for k, v in breakdown(flags, counts, bucket_labels(candidate_edges)).items()
+            for k, v in breakdown(scores, counts, bucket_labels(candidate_edges)).items()
         },
     }
+    if first_occurrence is not None:
+        first = Accuracy.of(correct_flags(first_occurrence, examples))
+        result["first_occurrence"] = first.to_dict()
+    return result
 
 
-def baseline_predictions(
-    examples: Sequence[ClozeExample], *, max_penalty: int = 8, window: int | None = None
-) -> dict[str, list[str]]:
-    """Every baseline's prediction for every example: baseline name -> markers."""
-    out = {}
-    for name in BASELINES:
-        predict = baseline_predictor(name, max_penalty=max_penalty, window=window)
-        out[name] = [predict(ex) for ex in examples]
-    return out
+def correct_flags(predictions: Sequence[str], examples: Sequence[ClozeExample]) -> list[bool]:
+    """Whether each predicted marker is its example's answer (in the order of ``examples``)."""
+    return [p == ex.answer for p, ex in zip(predictions, examples)]
 
 
 def build_report(
     examples: Sequence[ClozeExample],
     models: Mapping[str, Sequence[str]],
     *,
-    baselines: Mapping[str, Sequence[str]] | None = None,
+    baselines: Mapping[str, BaselineScores] | None = None,
     length_edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
     candidate_edges: Sequence[int] = DEFAULT_CANDIDATE_EDGES,
 ) -> dict:
@@ -207,38 +218,38 @@ def build_report(
     Args:
         examples: the evaluated examples, each once.
         models: system name -> predicted marker per example (in the order of ``examples``).
-        baselines: baseline name -> predictions; computed from the examples when ``None``.
+        baselines: the baselines' scores (``score_baselines``); computed from the examples
+            with the paper's settings when ``None``.
         length_edges: lower bounds of the context-length buckets.
         candidate_edges: lower bounds of the number-of-candidates buckets.
 
     Returns:
-        ``{"num_examples", "buckets", "systems": [...]}``: the baselines first, then the
-        models in the given order; each system as returned by ``system_result``.
+        ``{"num_examples", "buckets", "systems": [...]}``: the baselines first (expected
+        accuracy under a random tie-break, and ``first_occurrence``), then the models in the
+        given order; each system as returned by ``system_result``.
     """
     if baselines is None:
-        baselines = baseline_predictions(examples)
+        baselines = score_baselines(examples)
+    edges = {"length_edges": length_edges, "candidate_edges": candidate_edges}
     systems = [
         system_result(
             name,
             "baseline",
-            preds,
+            scores.credits,
             examples,
-            length_edges=length_edges,
-            candidate_edges=candidate_edges,
+            first_occurrence=scores.first_occurrence,
+            **edges,
         )
-        for name, preds in baselines.items()
+        for name, scores in baselines.items()
     ]
-    systems += [
-        system_result(
-            name,
-            "model",
-            preds,
-            examples,
-            length_edges=length_edges,
-            candidate_edges=candidate_edges,
-        )
-        for name, preds in models.items()
-    ]
+    for name, predictions in models.items():
+        if len(predictions) != len(examples):  # before zip() would cut the longer one
+            raise ValueError(
+                f"{name}: {len(predictions)} predictions for {len(examples)} examples; "
+                "every example must be predicted exactly once"
+            )
+        flags = correct_flags(predictions, examples)
+        systems.append(system_result(name, "model", flags, examples, **edges))
     return {
         "num_examples": len(examples),
         "buckets": {
@@ -253,22 +264,22 @@ def _percent(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
+BASELINE_NOTE = (
+    "Baselines: expected accuracy when ties are broken at random (the DeepMind data permutes "
+    "the markers per document, so a tie broken by marker there is a random one); the last "
+    "column breaks ties by first occurrence in the context instead, which favours the answer."
+)
+
+
 def markdown_tables(report: dict) -> str:
     """The report as Markdown: one overall table, then one table per breakdown.
 
-    Accuracies are in percent; the interval is the Wilson 95% interval.
+    Accuracies are in percent; the interval is the Wilson 95% interval. A baseline's figures
+    are its expected accuracy under a random tie-break; the overall table's last column
+    gives its accuracy with ties broken by first occurrence.
     """
     systems = report["systems"]
-    lines = [
-        "| system | kind | accuracy (%) | 95% CI (%) | correct / n |",
-        "| --- | --- | ---: | ---: | ---: |",
-    ]
-    for s in systems:
-        o = s["overall"]
-        lines.append(
-            f"| {_cell(s['name'])} | {s['kind']} | {_percent(o['accuracy'])} | "
-            f"{_percent(o['ci_low'])}-{_percent(o['ci_high'])} | {o['correct']} / {o['n']} |"
-        )
+    lines = _overall_table(systems)
     for key, title in (
         ("by_context_length", "context length (tokens)"),
         ("by_num_candidates", "number of candidate entities"),
@@ -292,6 +303,29 @@ def markdown_tables(report: dict) -> str:
             ]
             lines.append(f"| {label} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _overall_table(systems: Sequence[dict]) -> list[str]:
+    lines = [
+        "| system | kind | accuracy (%) | 95% CI (%) | correct / n | first-occurrence ties (%) |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for s in systems:
+        o, first = s["overall"], s.get("first_occurrence")
+        lines.append(
+            f"| {_cell(s['name'])} | {s['kind']} | {_percent(o['accuracy'])} | "
+            f"{_percent(o['ci_low'])}-{_percent(o['ci_high'])} | "
+            f"{_count(o['correct'])} / {o['n']} | "
+            f"{'-' if first is None else _percent(first['accuracy'])} |"
+        )
+    if any(s["kind"] == "baseline" for s in systems):
+        lines += ["", BASELINE_NOTE]
+    return lines
+
+
+def _count(correct: float) -> str:
+    """A count of right answers: an int as it is, a sum of expected credits to 0.1."""
+    return str(correct) if isinstance(correct, int) else f"{correct:.1f}"
 
 
 def _cell(text: str) -> str:

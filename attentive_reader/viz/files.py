@@ -31,7 +31,7 @@ INDEX_FILES = ("index.html", "index.json")
 
 
 @contextmanager
-def _replacing(path: Path) -> Iterator[Path]:
+def replacing(path: Path) -> Iterator[Path]:
     """A temporary file beside ``path`` (same suffix) that becomes ``path`` when the block
     ends without an error, so that a full disk never leaves a truncated page."""
     tmp = path.with_name(f".{path.stem}.partial{path.suffix}")
@@ -60,12 +60,12 @@ def write_example(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = file_stem(ex.id)
-    with _replacing(out / f"{stem}.html") as tmp:
+    with replacing(out / f"{stem}.html") as tmp:
         tmp.write_text(render_html(ex, scale=scale, clip=clip), encoding="utf-8")
-    with _replacing(out / f"{stem}.json") as tmp:
+    with replacing(out / f"{stem}.json") as tmp:
         tmp.write_text(json.dumps(ex.to_json(), ensure_ascii=False, indent=1), encoding="utf-8")
     if png:
-        with _replacing(out / f"{stem}.png") as tmp:
+        with replacing(out / f"{stem}.png") as tmp:
             render_png(ex, tmp, scale=scale, clip=clip)
     return IndexEntry(
         id=ex.id,
@@ -84,13 +84,13 @@ def write_index(entries: Sequence[IndexEntry], out_dir: str | Path, *, title: st
     """Write ``index.json`` (the list as data), then ``index.html``, into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with _replacing(out / "index.json") as tmp:
+    with replacing(out / "index.json") as tmp:
         tmp.write_text(
             json.dumps([e.__dict__ for e in entries], ensure_ascii=False, indent=1),
             encoding="utf-8",
         )
     path = out / "index.html"
-    with _replacing(path) as tmp:
+    with replacing(path) as tmp:
         tmp.write_text(render_index(entries, title=title or "Attention heatmaps"), encoding="utf-8")
     return path
 

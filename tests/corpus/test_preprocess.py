@@ -153,13 +153,61 @@ def test_statistics_by_hand():
     counts.add_story("test", [three])
     assert statistics(counts) == {
         "documents": 2,
+        "documents_by_split": {"train": 1, "validation": 0, "test": 1},
         "examples": 3,
+        "train_questions_per_document": 2.0,
         "questions_per_document": 1.5,
         "entities_per_document": 2.0,
         "context_tokens": 8.0,
         "query_tokens": 2.0,
     }
     assert counts.examples == {"train": 2, "validation": 0, "test": 1}
+    assert ShardCounts.from_json(counts.to_json()) == counts
+
+
+def test_the_end_of_run_table_compares_train_documents_with_the_published_train_split():
+    """The published documents (90,266 for CNN) and queries per document (4.2) are the train
+    split's: the table's rows hold this run's train figures, not all splits'."""
+    from rich.console import Console
+
+    from attentive_reader.corpus.manifest import comparison_table
+
+    counts = ShardCounts(read=3)
+    story = ClozeExample("s1_0_0", "s1", ("a",) * 4, ("@placeholder",), "@entity0", ("@entity0",))
+    counts.add_story("train", [story] * 3)
+    counts.add_story("validation", [story])
+    question = ClozeExample("q", "s9", ("a",) * 4, ("@placeholder",), "@entity0", ("@entity0",))
+    counts.add_question("train", question)
+    counts.add_question("train", question)  # a second question of the same story
+    stats = statistics(counts)
+    assert stats["documents"] == 3
+    assert stats["documents_by_split"] == {"train": 2, "validation": 1, "test": 0}
+    assert stats["train_questions_per_document"] == 2.5  # 5 train questions, 2 train documents
+    manifest = {"statistics": stats, "examples": counts.examples}
+    console = Console(record=True, width=120)
+    console.print(comparison_table(manifest))
+    rows = {
+        cells[1].strip(): [c.strip() for c in cells[2:-1]]
+        for cells in (line.split("│") for line in console.export_text().splitlines())
+        if len(cells) > 2
+    }
+    assert rows["documents, train"] == ["2", "90,266", "196,961"]
+    assert rows["queries per document, train"] == ["2.5", "4.2", "4.5"]
+
+
+def test_shard_counts_of_an_older_version_are_processed_again(tmp_path):
+    from attentive_reader.corpus.shards import finished_shard, shard_paths
+
+    counts = ShardCounts(read=1)
+    parquet, json_path = shard_paths(tmp_path, 0)
+    parquet.parent.mkdir(parents=True, exist_ok=True)
+    parquet.write_bytes(b"")
+    old = counts.to_json()
+    del old["documents_by_split"]
+    json_path.write_text(json.dumps({"key": "k", "counts": old}))
+    assert finished_shard(tmp_path, 0, "k") is None
+    json_path.write_text(json.dumps({"key": "k", "counts": counts.to_json()}))
+    assert finished_shard(tmp_path, 0, "k") == counts
 
 
 def test_deterministic_and_independent_of_processes(corpus, model, tmp_path):

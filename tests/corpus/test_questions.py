@@ -1,3 +1,5 @@
+import json
+
 import datasets
 import pytest
 
@@ -9,10 +11,11 @@ from attentive_reader.corpus.questions import (
     parse_question,
 )
 from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample, Skip
-from attentive_reader.corpus.sources import url_sha1
+from attentive_reader.corpus.sources import detect_kind, url_sha1
 from attentive_reader.errors import UserError
+from tests.downloads import write_question_archive
 
-from .fixtures import cloze_example, question_text, write_bytes, write_question
+from .fixtures import cloze_example, question_text, write_bytes, write_question, write_tgz
 
 URL = "http://web.archive.org/web/20150401/http://www.cnn.com/2015/04/01/world/x/index.html"
 CONTEXT = "( @entity1 ) -- @entity0 visited @entity2 , and @entity0 spoke ."
@@ -228,3 +231,73 @@ def test_export_command_rejects_a_folder_that_is_not_a_dataset(tmp_path, capsys)
     with pytest.raises(SystemExit) as exit_info:
         main(["export", str(tmp_path), "--format", "csv", "--output", str(tmp_path / "o")])
     assert exit_info.value.code == 2
+
+
+# ------------------------------------------------------------------------------- archives
+
+
+def test_a_question_archive_is_streamed_with_the_splits_of_its_folders(tmp_path):
+    bad = {
+        "cnn/questions/training/empty.question": b"",
+        "cnn/questions/test/broken.question": b"http://u\n\nno query\n",
+        "cnn/README": b"not a question",
+    }
+    archive = tmp_path / "cnn.tgz"
+    written = write_question_archive(archive, extra=bad)
+    assert detect_kind(str(archive)) == "question_archive"
+    read: dict[str, list[ClozeExample]] = {}
+    skips = []
+    for item in iter_questions(archive):
+        if isinstance(item, Skip):
+            skips.append(item)
+        else:
+            read.setdefault(item[0], []).append(item[1])
+    assert read == written  # every example as written, in member order, split by folder
+    assert [(s.reason, s.source) for s in skips] == [
+        ("empty", f"{archive}:cnn/questions/training/empty.question"),
+        ("bad_question", f"{archive}:cnn/questions/test/broken.question"),
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cnn.tgz"]  # nothing unpacked
+    with pytest.raises(UserError, match=r"cnn\.tgz:cnn/questions/training/empty\.question"):
+        list(iter_questions(archive, strict=True))
+
+
+def test_a_cut_question_archive_keeps_what_it_read_and_counts_the_rest(tmp_path):
+    full = tmp_path / "full.tgz"
+    write_question_archive(full, {"train": 300}, seed=3)
+    data = full.read_bytes()
+    cut = write_bytes(tmp_path / "cut.tgz", data[: len(data) // 2])
+    *examples, last = list(iter_questions(cut))
+    assert 10 < len(examples) < 300 and all(split == "train" for split, _ in examples)
+    assert last.reason == "truncated_archive"
+    assert last.source.startswith(f"{cut}:cnn/questions/training/")
+    assert f"{len(examples)} questions were read before it" in last.detail
+
+
+def test_archives_are_told_apart_by_their_first_members(tmp_path):
+    stories = write_tgz(tmp_path / "s.tgz", {"cnn/README": b"x", "cnn/stories/a.story": b"A"})
+    questions = write_tgz(
+        tmp_path / "q.tar.gz", {"cnn/README": b"x", "cnn/questions/test/a.question": b"Q"}
+    )
+    neither = write_tgz(tmp_path / "n.tgz", {"README": b"x"})
+    broken = write_bytes(tmp_path / "b.tgz", b"no archive")
+    assert [detect_kind(str(p)) for p in (stories, questions, neither, broken)] == [
+        "archive",
+        "question_archive",
+        "archive",  # read as stories: "no story was found", or the archive's own error
+        "archive",
+    ]
+
+
+def test_preprocess_reads_deepmind_s_archive_as_it_is(tmp_path, capsys):
+    archive = tmp_path / "cnn.tgz"
+    written = write_question_archive(archive, {"train": 5, "validation": 2, "test": 3})
+    out = tmp_path / "data"
+    assert main(["preprocess", str(archive), "--output", str(out), "--quiet"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["inputs"] == [{"path": str(archive.resolve()), "kind": "question_archive"}]
+    assert manifest["spacy"] is None  # no NER
+    assert manifest["examples"] == {"train": 5, "validation": 2, "test": 3}
+    dataset = datasets.load_from_disk(str(out))
+    for split, examples in written.items():
+        assert [ClozeExample.from_row(r) for r in dataset[split]] == examples

@@ -2,7 +2,12 @@
 
 import pytest
 
-from attentive_reader.corpus.baselines import expected_accuracy, expected_credit, tied_best
+from attentive_reader.corpus.baselines import (
+    expected_accuracy,
+    expected_credit,
+    score_baselines,
+    tied_best,
+)
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.eval.baselines import (
     baseline_predictor,
@@ -154,3 +159,21 @@ def test_expected_accuracy_is_the_mean_credit_in_percent():
     tied = [_example("@entity0", context=["@entity0", "@entity1", "@entity2"])] * 2
     right = sum(baseline_predictor("maximum_frequency")(ex) == ex.answer for ex in tied)
     assert right == 2 and expected_accuracy("maximum_frequency", tied) == pytest.approx(100 / 3)
+
+
+def test_score_baselines_gives_both_scorings_in_one_pass():
+    examples = [_example("@entity2"), _example("@entity1"), _example("@entity0")]
+    scores = score_baselines(examples)
+    assert list(scores) == ["maximum_frequency", "exclusive_frequency", "word_distance"]
+    # Exclusive frequency: @entity0 and @entity2 tie (the answer among them: 1/2 each time);
+    # the deterministic predictor answers @entity0, the first of the two, every time.
+    exclusive = scores["exclusive_frequency"]
+    assert exclusive.credits == (0.5, 0.0, 0.5)
+    assert exclusive.first_occurrence == ("@entity0",) * 3
+    assert exclusive.accuracy == pytest.approx(1 / 3)
+    assert scores["word_distance"].credits == (1.0, 0.0, 0.0)
+    for name, result in scores.items():  # the same figures as the one-question functions
+        assert result.credits == tuple(expected_credit(name, ex) for ex in examples)
+        assert result.first_occurrence == tuple(baseline_predictor(name)(ex) for ex in examples)
+        assert 100 * result.accuracy == pytest.approx(expected_accuracy(name, examples))
+    assert score_baselines([])["word_distance"].accuracy == 0.0

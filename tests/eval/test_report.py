@@ -101,11 +101,33 @@ def test_build_report_by_hand():
     )
     assert m["by_context_length"]["100+"]["correct"] == 2
     assert {k: v["n"] for k, v in m["by_num_candidates"].items()} == {"1": 1, "2": 2, "3+": 1}
-    # Maximum frequency: ex0 e0 (5 vs 5, tie -> first) right, ex1 e0 wrong, ex2 (100 each) e0
-    # wrong, ex3 e0 right.
+    # Maximum frequency, ties broken at random: ex0 e0 / e1 tie at 5 with the answer e0 among
+    # them: 1/2; ex1 the same tie, answer e1: 1/2; ex2 three tied at 100: 1/3; ex3 alone: 1.
     mf = report["systems"][0]
-    assert mf["overall"]["correct"] == 2
+    assert mf["overall"]["correct"] == pytest.approx(1 / 2 + 1 / 2 + 1 / 3 + 1)
+    assert mf["overall"]["accuracy"] == pytest.approx(7 / 3 / 4)
+    assert mf["by_context_length"]["0-99"]["correct"] == pytest.approx(1.0)  # ex0 + ex1
+    assert mf["by_num_candidates"]["2"]["accuracy"] == pytest.approx(0.5)
+    # Ties broken by first occurrence (e0 each time): ex0 and ex3 right.
+    assert (mf["first_occurrence"]["correct"], mf["first_occurrence"]["n"]) == (2, 4)
+    assert "first_occurrence" not in m  # models have one figure
     json.dumps(report)  # JSON-able
+
+
+def test_a_tie_of_two_scores_one_half():
+    """One question, the answer tied with one other candidate: 0.5 expected, in the report's
+    figures, interval, table and counts."""
+    tied = _example(0, 10, 2, "@entity1")  # e0 and e1 five times each
+    report = build_report([tied], {})
+    for system in report["systems"][:2]:  # maximum and exclusive frequency
+        assert system["overall"]["correct"] == 0.5 and system["overall"]["accuracy"] == 0.5
+        assert (system["overall"]["ci_low"], system["overall"]["ci_high"]) == wilson_interval(
+            0.5, 1
+        )
+        assert system["first_occurrence"]["correct"] == 0  # e0 first: wrong
+    text = markdown_tables(report)
+    assert "| maximum_frequency | baseline | 50.0 | " in text
+    assert "| 0.5 / 1 | 0.0 |" in text and "ties are broken at random" in text
 
 
 def _ci(k, n):
@@ -124,5 +146,8 @@ def test_markdown_tables():
     report = build_report(examples, {"a|b.ckpt": ["@entity0", "@entity1"]})
     text = markdown_tables(report)
     assert "| a\\|b.ckpt | model | 100.0 | " in text
+    assert "| 2 / 2 | - |" in text  # a model has no first-occurrence figure
+    # Each example ties e0 and e1: 1/2 + 1/2 expected; by first occurrence e0 is right once.
     assert "| maximum_frequency | baseline | 50.0 | " in text
+    assert "| 1.0 / 2 | 50.0 |" in text
     assert "| 0-249 | 2 | 50.0 |" in text

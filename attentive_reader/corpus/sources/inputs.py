@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Literal
 
 from attentive_reader.corpus.records import SPLITS
+from attentive_reader.corpus.sources.archives import first_member_suffix
 from attentive_reader.errors import UserError
 
-InputKind = Literal["stories", "archive", "hf_files", "questions", "hf_hub"]
+InputKind = Literal["stories", "archive", "hf_files", "questions", "question_archive", "hf_hub"]
+# The kinds read as examples (DeepMind's anonymized data: no NER), not as stories.
+QUESTION_KINDS: tuple[InputKind, ...] = ("questions", "question_archive")
 
 STORY_SUFFIX = ".story"
 QUESTION_SUFFIX = ".question"
@@ -72,8 +75,11 @@ def detect_kind(input: str) -> InputKind:
     """What kind of input ``input`` is (see ``corpus.sources``).
 
     A directory is ``questions`` when it holds ``.question`` files and ``stories`` when it
-    holds ``.story`` files (searched recursively). A local file is classified by its suffix.
-    A name that does not exist locally and does not look like a path is a hub dataset.
+    holds ``.story`` files (searched recursively). A local file is classified by its suffix;
+    a ``.tgz`` / ``.tar.gz`` archive is a ``question_archive`` when its first member of
+    either kind is a ``.question`` file (DeepMind's ``cnn.tgz``), else an ``archive`` of
+    stories (only the first members are read, as a stream). A name that does not exist
+    locally and does not look like a path is a hub dataset.
 
     Raises:
         UserError: for a directory with both or neither kind of file, a file of an unknown
@@ -109,6 +115,10 @@ def detect_kind(input: str) -> InputKind:
         )
     if os.path.isfile(path):
         kind = _suffix_kind(path)
+        if kind == "archive":
+            suffixes = (STORY_SUFFIX, QUESTION_SUFFIX)
+            first = first_member_suffix(Path(path), suffixes)
+            return "question_archive" if first == QUESTION_SUFFIX else "archive"
         if kind is None:
             raise UserError(
                 f"{path}: unknown input type; expected a folder of .story or .question files, "

@@ -57,7 +57,7 @@ def iter_stories(
         items = iter_hf_file(input)
     elif kind == "hf_hub":
         items = iter_hub(input, hf_config, hf_splits)
-    else:
+    else:  # questions, question_archive
         raise UserError(
             f"{input} holds DeepMind .question files: they are read as examples, not stories"
         )

@@ -1,5 +1,5 @@
 """Story ids and split assignment: the SHA-1 of a url or text, ``hash_split``, and the
-CNN / Daily Mail url lists (``UrlLists``).
+CNN / Daily Mail url lists (``UrlLists``), which also tell each story's publisher.
 """
 
 from __future__ import annotations
@@ -7,14 +7,33 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from attentive_reader.corpus.records import SPLITS
 from attentive_reader.errors import UserError
 
 # url list file -> split (the layout of the CNN / Daily Mail url lists)
 URL_LIST_FILES = {"all_train.txt": "train", "all_val.txt": "validation", "all_test.txt": "test"}
+
+Publisher = Literal["cnn", "dailymail"]
+# publisher -> the web domain of its stories
+PUBLISHER_DOMAINS: dict[Publisher, str] = {"cnn": "cnn.com", "dailymail": "dailymail.co.uk"}
+_HOST = re.compile(r"https?://([^/:?#]+)", re.IGNORECASE)
+
+
+def publisher_of_url(url: str) -> Publisher | None:
+    """The publisher of a story url, by its host (``cnn.com``, ``dailymail.co.uk`` or a
+    subdomain); for a Wayback Machine url (``http://web.archive.org/web/2015.../http://www.
+    cnn.com/...``, as in the url lists) the host of the archived url. ``None`` for others."""
+    hosts = _HOST.findall(url)
+    host = hosts[-1].lower() if hosts else ""
+    for publisher, domain in PUBLISHER_DOMAINS.items():
+        if host == domain or host.endswith("." + domain):
+            return publisher
+    return None
 
 
 def url_sha1(url: str) -> str:
@@ -135,6 +154,12 @@ class UrlLists:
         """The listed url whose SHA-1 is ``story_id``, else ``None``."""
         entry = self._urls.get(story_id)
         return entry[1] if entry else None
+
+    def publisher_of(self, story_id: str) -> Publisher | None:
+        """The publisher of the listed url whose SHA-1 is ``story_id`` (``publisher_of_url``),
+        else ``None``."""
+        url = self.url_of(story_id)
+        return publisher_of_url(url) if url else None
 
     def counts(self) -> dict[str, int]:
         """Number of listed urls per split."""

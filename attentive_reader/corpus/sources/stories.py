@@ -5,14 +5,12 @@ archive read as a stream; ``decode_text`` and ``parse_story`` read one story's t
 from __future__ import annotations
 
 import os
-import tarfile
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from attentive_reader.corpus.records import Skip, Story, safe_id
+from attentive_reader.corpus.sources.archives import iter_members
 from attentive_reader.corpus.sources.inputs import STORY_SUFFIX, walk_files
-from attentive_reader.errors import UserError
 
 HIGHLIGHT_MARKER = "@highlight"
 
@@ -129,38 +127,9 @@ def iter_story_files(path: Path) -> Iterator[Story | Skip]:
 
 def iter_archive(path: Path) -> Iterator[Story | Skip]:
     """Stream the ``.story`` members of a gzipped tar archive, in member order."""
-    try:
-        tar = tarfile.open(path, mode="r|gz")
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as err:
-        raise UserError(f"{path}: not a readable .tgz archive ({err})") from None
-    current: str | None = None  # the member being read, or the last one read
-    inside = False
-    read = 0
-    with tar:
-        try:
-            while True:
-                inside = False
-                member = tar.next()
-                if member is None:
-                    break
-                tar.members.clear()  # stream mode keeps every header otherwise
-                current = member.name
-                if not member.isfile() or not member.name.lower().endswith(STORY_SUFFIX):
-                    continue
-                inside = True
-                handle = tar.extractfile(member)
-                data = handle.read() if handle is not None else b""
-                read += 1
-                yield _read_story_bytes(data, name=member.name, source=f"{path}:{member.name}")
-        except (tarfile.TarError, EOFError, zlib.error, OSError) as err:
-            where = (
-                f"inside member {current}"
-                if inside
-                else (f"after member {current}" if current else "before the first member")
-            )
-            yield Skip(
-                f"{path}:{current}" if current else str(path),
-                "truncated_archive",
-                f"archive ends early or is corrupt ({err}) {where}; "
-                f"{read} stories were read before it",
-            )
+    for item in iter_members(path, STORY_SUFFIX, "stories"):
+        if isinstance(item, Skip):
+            yield item
+        else:
+            name, data = item
+            yield _read_story_bytes(data, name=name, source=f"{path}:{name}")

@@ -1,0 +1,105 @@
+"""Learning curves as a picture: validation accuracy per epoch, the baselines as lines.
+
+``scripts/learning_curves.py --plot FILE.png`` draws its tables with these: one panel per
+table (the shipped configs, the answer layers), one line per run, and each non-neural
+baseline of the same validation split as a horizontal line across every panel. matplotlib's
+Agg canvas is used directly (no global pyplot state), as for the heatmap PNGs.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from attentive_reader.viz.files import replacing
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+PANEL_WIDTH, PANEL_HEIGHT = 8.0, 4.4
+"""Inches per panel (its legend beside it) and the figure's height."""
+
+BASELINE_STYLES = ("--", ":", "-.")
+"""Line styles of the baselines, in order (all grey, so the runs keep the colours)."""
+
+
+def learning_curves_figure(
+    panels: Mapping[str, Mapping[str, Sequence[float]]],
+    baselines: Mapping[str, float],
+    *,
+    title: str = "",
+) -> Figure:
+    """A figure with one panel per table of runs.
+
+    Args:
+        panels: panel title -> run name -> validation accuracy after each epoch (in [0, 1]);
+            panels without runs are left out.
+        baselines: baseline name -> its accuracy on the same split, drawn in every panel.
+        title: the figure's title (e.g. the corpus).
+
+    Raises:
+        ValueError: if no run has a single epoch to draw.
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    shown = {name: runs for name, runs in panels.items() if any(runs.values())}
+    if not shown:
+        raise ValueError("no learning curve to draw: every run is empty")
+    figure = Figure(figsize=(PANEL_WIDTH * len(shown), PANEL_HEIGHT), layout="constrained")
+    axes = figure.subplots(1, len(shown), squeeze=False)[0]
+    for ax, (panel, runs) in zip(axes, shown.items()):
+        for run, accuracy in runs.items():
+            epochs = range(1, len(accuracy) + 1)
+            ax.plot(epochs, list(accuracy), marker="o", markersize=3, label=run)
+        for style, (name, value) in zip(itertools.cycle(BASELINE_STYLES), baselines.items()):
+            label = f"{name.replace('_', ' ')} (baseline)"
+            ax.axhline(value, color="0.45", linestyle=style, linewidth=1.2, label=label)
+        ax.set_title(panel)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("validation accuracy")
+        ax.set_ylim(0.0, 1.02)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        # Beside the panel, where it hides no curve and no baseline.
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    if title:
+        figure.suptitle(title)
+    return figure
+
+
+def learning_curves_png(
+    panels: Mapping[str, Mapping[str, Sequence[float]]],
+    baselines: Mapping[str, float],
+    *,
+    title: str = "",
+    dpi: int = 110,
+) -> bytes:
+    """``learning_curves_figure`` as PNG bytes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = learning_curves_figure(panels, baselines, title=title)
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def write_learning_curves(
+    path: str | Path,
+    panels: Mapping[str, Mapping[str, Sequence[float]]],
+    baselines: Mapping[str, float],
+    *,
+    title: str = "",
+    dpi: int = 110,
+) -> Path:
+    """Write the PNG of ``learning_curves_figure`` to ``path`` (whole: a temporary file
+    beside it, then a rename) and return the path."""
+    path = Path(path)
+    png = learning_curves_png(panels, baselines, title=title, dpi=dpi)
+    with replacing(path) as tmp:
+        tmp.write_bytes(png)
+    return path
