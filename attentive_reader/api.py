@@ -15,6 +15,10 @@ same pipeline, and ``Reader.answer(document, query)``:
 3. encodes the example with the checkpoint's vocabulary and reads the reader's ranked
    candidates, attention and (hard attention) selected positions.
 
+``Reader.provenance`` says what the reader was trained on (``models/provenance.py``), and
+``Reader.load`` warns in one line (``ProvenanceWarning``) when that was the built-in
+synthetic corpus or the reader validates below its data's exclusive-frequency baseline.
+
 Steps 1 and 2, and loading the recorded pipeline, are ``attentive_reader.api_prepare``.
 
 Example::
@@ -29,6 +33,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,9 +62,15 @@ from attentive_reader.errors import UserError
 from attentive_reader.eval.inference import DeviceName, resolve_device
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.loading import read_checkpoint, reader_from_checkpoint
+from attentive_reader.models.provenance import Provenance
 from attentive_reader.viz.heatmap import HeatmapExample, heatmap_examples
 
 OnError = Literal["raise", "return"]
+
+
+class ProvenanceWarning(UserWarning):
+    """The reader was trained on made-up stories, or validates below its data's
+    exclusive-frequency baseline: its answers deserve no trust."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +183,8 @@ class Reader:
         pipeline: the checkpoint's preprocessing identity (``None`` for old checkpoints).
         path: the checkpoint, for messages and page headers.
         batch_size: examples per forward pass in ``answer_many``.
+        provenance: what the reader was trained on (``Provenance.of(checkpoint)``; unknown
+            when not given).
     """
 
     def __init__(
@@ -185,6 +198,7 @@ class Reader:
         pipeline: dict | None = None,
         path: str = "",
         batch_size: int = 32,
+        provenance: Provenance | None = None,
     ) -> None:
         if vocab.num_entities != model.num_entities:
             raise UserError(
@@ -201,6 +215,7 @@ class Reader:
         self.pipeline = pipeline
         self.path = path
         self.batch_size = batch_size
+        self.provenance = provenance or Provenance()
         # make_examples caps nothing here: a long document is cut to the cap instead.
         self._cloze = dataclasses.replace(options, max_context_tokens=None)
 
@@ -222,8 +237,9 @@ class Reader:
                 one; needed for checkpoints trained on DeepMind ``.question`` data.
             device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
             batch_size: examples per forward pass in ``answer_many``.
-            warn: called with each pipeline warning's message instead of issuing a
-                ``PipelineWarning`` (the commands print it in one line).
+            warn: called with each warning's message instead of issuing a
+                ``PipelineWarning`` or ``ProvenanceWarning`` (the commands print it in one
+                line).
 
         Raises:
             UserError: a missing or unreadable checkpoint, or a pipeline that is not
@@ -232,6 +248,9 @@ class Reader:
         Warns:
             PipelineWarning: the installed pipeline differs from the recorded one, or the
                 checkpoint records none (trained before the identity was recorded).
+            ProvenanceWarning: the reader was trained on the built-in synthetic corpus (or
+                other generated data), or validates below its data's exclusive-frequency
+                baseline (``Provenance.warning``).
         """
         path = Path(ckpt)
         where = resolve_device(device)
@@ -247,23 +266,20 @@ class Reader:
         pipeline = state.get("pipeline")
         arguments = checkpoint.get("datamodule_hyper_parameters") or {}
         nlp = load_nlp(path, pipeline, spacy_model, warn)
-        if pipeline is None:
-            options = ClozeOptions()
-        else:
-            options = ClozeOptions(
-                labels=tuple(pipeline.get("labels") or DEFAULT_LABELS),
-                lowercase=bool(pipeline.get("lowercase", True)),
-                max_context_tokens=pipeline.get("max_context_tokens"),
-            )
+        provenance = Provenance.of(checkpoint)
+        caution = provenance.warning()
+        if caution is not None:
+            (warn or _provenance_warning)(caution)
         return cls(
             model,
             vocab,
             nlp,
-            options,
+            _cloze_options(pipeline),
             max_encoded_tokens=arguments.get("max_context_tokens"),
             pipeline=pipeline,
             path=str(path),
             batch_size=batch_size,
+            provenance=provenance,
         )
 
     # --- answering -----------------------------------------------------------------------
@@ -432,6 +448,21 @@ class Reader:
                 )
             )
         return answers
+
+
+def _cloze_options(pipeline: dict | None) -> ClozeOptions:
+    """How the training stories became cloze examples, from the preprocessing identity."""
+    if pipeline is None:
+        return ClozeOptions()
+    return ClozeOptions(
+        labels=tuple(pipeline.get("labels") or DEFAULT_LABELS),
+        lowercase=bool(pipeline.get("lowercase", True)),
+        max_context_tokens=pipeline.get("max_context_tokens"),
+    )
+
+
+def _provenance_warning(message: str) -> None:
+    warnings.warn(message, ProvenanceWarning, stacklevel=3)  # at the caller of Reader.load
 
 
 def _datamodule_state(checkpoint: dict) -> dict | None:

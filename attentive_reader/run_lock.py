@@ -41,17 +41,21 @@ class LockingTrainer(Trainer):
             yield
 
     def fit(self, *args: Any, **kwargs: Any) -> None:
+        """Train the reader (Lightning's ``Trainer.fit``), holding the run folder's lock."""
         with self._folder_lock("fit"):
             return super().fit(*args, **kwargs)
 
     def validate(self, *args: Any, **kwargs: Any) -> Any:
+        """Validate a reader (Lightning's ``Trainer.validate``), holding the folder's lock."""
         with self._folder_lock("validate"):
             return super().validate(*args, **kwargs)
 
     def test(self, *args: Any, **kwargs: Any) -> Any:
+        """Test a reader (Lightning's ``Trainer.test``), holding the folder's lock."""
         with self._folder_lock("test"):
             return super().test(*args, **kwargs)
 
     def predict(self, *args: Any, **kwargs: Any) -> Any:
+        """Predict with a reader (Lightning's ``Trainer.predict``), holding the folder's lock."""
         with self._folder_lock("predict"):
             return super().predict(*args, **kwargs)

@@ -3,11 +3,16 @@
 Any ``ClozeReader`` subclass is a model (``model.class_path``), ``ClozeDataModule`` is the
 data; the data module's vocabulary size and entity count are linked into the model's init
 arguments, and ``--ckpt_path`` into the data module's ``checkpoint`` (whose vocabulary it then
-reads the data with). Nothing changes the parsed config afterwards. The optimiser is a reader argument (``--model.optimizer``, ``--model.lr``, ...):
-the CLI has no ``--optimizer`` / ``--lr_scheduler`` blocks, so what trained a reader is
-recorded once, in its hyperparameters. Checkpoints keep the best ``val_acc`` and
-``last.ckpt``; ``vocab.json`` is written beside them. The ``fit``, ``validate``, ``test`` and
-``predict`` commands and the demo call ``run_cli``.
+reads the data with). Nothing changes the parsed config afterwards. The optimiser and its
+learning-rate schedule are reader arguments (``--model.optimizer``, ``--model.lr``,
+``--model.lr_schedule``, ...): the CLI has no ``--optimizer`` / ``--lr_scheduler`` blocks, so
+what trained a reader is recorded once, in its hyperparameters. Checkpoints
+(``checkpointing.ReaderCheckpoint``, ``--checkpoint.*``) keep the best ``val_acc`` and a
+``last.ckpt`` that always holds the latest state; ``fit`` ends with one line naming the best
+checkpoint; ``vocab.json`` is written beside them. Early stopping is a callback a config adds
+(``trainer.callbacks``: the paper configs do). At the start of a ``fit`` on several processes
+or with gradient accumulation, rank 0 prints the effective batch. The ``fit``, ``validate``,
+``test`` and ``predict`` commands and the demo call ``run_cli``.
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
+from pytorch_lightning.callbacks import RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
+from pytorch_lightning.utilities import rank_zero_only
 
 from attentive_reader.allocator import KeepFreedMemory
+from attentive_reader.checkpointing import ReaderCheckpoint
 from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
 from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
@@ -46,7 +53,7 @@ class ReaderCLI(LightningCLI):
         parser.link_arguments(
             "data.num_entities", "model.init_args.num_entities", apply_on="instantiate"
         )
-        parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
+        parser.add_lightning_class_args(ReaderCheckpoint, "checkpoint")
         parser.set_defaults(
             {
                 "checkpoint.monitor": "val_acc",
@@ -68,6 +75,11 @@ class ReaderCLI(LightningCLI):
         )
         return parser
 
+    def before_fit(self) -> None:
+        line = effective_batch_line(self.trainer, getattr(self.datamodule, "batch_size", None))
+        if line is not None and rank_zero_only.rank == 0:
+            print(line, flush=True)
+
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
         # The Rich bar is a default callback; Lightning refuses one when the bar is off.
@@ -77,6 +89,24 @@ class ReaderCLI(LightningCLI):
                 for callback in self.trainer_defaults["callbacks"]
                 if not isinstance(callback, RichProgressBar)
             ]
+
+
+def effective_batch_line(trainer: Any, batch_size: int | None) -> str | None:
+    """``effective batch: 256 examples per optimizer step = ...`` when ``fit`` runs on several
+    processes or accumulates gradients (``None`` otherwise, or without a batch size).
+
+    ``data.batch_size`` is per process: each optimizer step averages the gradients of
+    ``batch_size x devices x nodes x accumulate_grad_batches`` examples.
+    """
+    devices, nodes = int(trainer.num_devices), int(trainer.num_nodes)
+    accumulate = int(trainer.accumulate_grad_batches)
+    if batch_size is None or devices * nodes * accumulate == 1:
+        return None
+    total = batch_size * devices * nodes * accumulate
+    return (
+        f"effective batch: {total} examples per optimizer step = data.batch_size {batch_size} "
+        f"x {devices} devices x {nodes} nodes x trainer.accumulate_grad_batches {accumulate}"
+    )
 
 
 def run_cli(argv: list[str]) -> ReaderCLI:

@@ -1,8 +1,8 @@
 """The package's import floors, read from its source with ``ast`` so that they cannot regress.
 
 From the ground up: the utilities (errors, faults, locks) -> ``corpus``, ``nn``, ``data`` ->
-``models`` -> ``eval``, ``viz`` -> the library API (``training``, ``api``, ``api_prepare``,
-``serve``) -> ``demo`` -> ``commands`` -> ``cli``. An import (at the top of a module or inside
+``models`` -> ``eval``, ``viz`` -> the library API (``training``, ``checkpointing``, ``api``,
+``api_prepare``, ``serve``) -> ``demo`` -> ``commands`` -> ``cli``. An import (at the top of a module or inside
 a function) never runs up a floor; no command imports another; modules do not import each
 other in a cycle; ``corpus`` never imports torch; only ``viz/callback.py`` of the viz modules
 loads Lightning.
@@ -34,6 +34,7 @@ FLOORS: dict[str, int] = {
     "eval": 3,
     "viz": 3,
     "training": 4,
+    "checkpointing": 4,
     "api": 4,
     "api_prepare": 4,
     "serve": 4,

@@ -74,6 +74,13 @@ def train_tiny_reader(
         )
         == 0
     )
+    return TrainedReader(corpus, data, fit_tiny_reader(data, runs, config))
+
+
+def fit_tiny_reader(data: Path, runs: Path, config: str = "attentive_reader") -> Path:
+    """Fit a tiny reader on ``data`` for 3 steps with a shipped config; its ``last.ckpt``."""
+    from attentive_reader.cli import main as cli
+
     fit = [
         "fit",
         "--config",
@@ -101,7 +108,7 @@ def train_tiny_reader(
     ]
     assert cli(fit) == 0
     (ckpt,) = runs.glob("**/last.ckpt")
-    return TrainedReader(corpus, data, ckpt)
+    return ckpt
 
 
 # The fixtures of the answering tests (tests/test_api*.py, tests/serve/): import them by name.

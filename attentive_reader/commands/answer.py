@@ -1,10 +1,12 @@
 """``attentive-reader answer``: ask a trained reader which entity fills a query's blank.
 
 One document and query (``--document FILE|- --query TEXT``) prints the ranked candidates
-(a table, or JSON with ``--json``) and the filled-in query, and ``--heatmap PAGE`` writes
-the attention page; ``--batch FILE.jsonl`` answers one ``{"document": ..., "query": ...}``
-object per line, reporting bad lines by number and going on. The work is done by
-``attentive_reader.api.Reader``.
+(a table, or JSON with ``--json``), the filled-in query and what the reader was trained on,
+and ``--heatmap PAGE`` writes the attention page; ``--batch FILE.jsonl`` answers one
+``{"document": ..., "query": ...}`` object per line, reporting bad lines by number and going
+on. A reader trained on the synthetic corpus, or validating below its data's
+exclusive-frequency baseline, is flagged in one ``warning:`` line on standard error. The
+work is done by ``attentive_reader.api.Reader``.
 """
 
 from __future__ import annotations
@@ -85,6 +87,9 @@ def main(argv: list[str]) -> int:
     if args.batch is not None and args.heatmap is not None:
         raise UserError("--heatmap goes with --document (one page for one answer)")
     if args.document is not None:
+        from attentive_reader.api_prepare import parse_query
+
+        parse_query(args.query)  # a bad query is told before the reader loads (and warns)
         document = read_document(args.document)
     reader = load(args)
     if args.batch is not None:
@@ -93,13 +98,15 @@ def main(argv: list[str]) -> int:
     for notice in answer.notices:
         print(f"note: {notice}", file=sys.stderr)
     if args.json or args.out:
-        text = json.dumps(answer.to_json(args.top), ensure_ascii=False, indent=1)
+        record = {**answer.to_json(args.top), "reader": reader.provenance.to_json()}
+        text = json.dumps(record, ensure_ascii=False, indent=1)
     if args.out:
         _write_text(Path(args.out), text + "\n")
     if args.json:
         print(text)
     else:
         print_answer(answer, args.top)
+        print(f"reader: {reader.provenance.describe()}")
     if args.heatmap:
         from attentive_reader.viz.heatmap import render_html
 
@@ -208,6 +215,7 @@ def _batch_lines(path: str) -> Iterator[tuple[int, tuple[str, str] | str]]:
 def _batch(reader: Reader, args: argparse.Namespace) -> int:
     import contextlib
 
+    print(f"reader: {reader.provenance.describe()}", file=sys.stderr)
     answered = failed = 0
     out_path = Path(args.out) if args.out else None
     with contextlib.ExitStack() as stack:

@@ -252,11 +252,15 @@ def build_manifest(
     counts: ShardCounts,
     num_shards: int,
     partial: dict | None = None,
+    synthetic: dict | None = None,
 ) -> dict:
     """The manifest of a run (``partial`` describes the shards of a ``--num-shards`` part).
 
     ``grouping`` records the entity grouping rules' version and the name tables
     (``grouping.grouping_info``); ``None`` in manifests of datasets made before it existed.
+    ``synthetic`` says what generated the stories when they are made up (the built-in
+    corpus's mark, ``corpus.synthetic.synthetic_origin``, or a generator of examples);
+    ``None`` for real text. Manifests made before it existed have no ``synthetic`` key.
     """
     manifest = {
         "format": MANIFEST_FORMAT,
@@ -265,6 +269,7 @@ def build_manifest(
         "toolkit": {"name": "attentive-reader", "version": toolkit_version},
         "grouping": grouping,
         "inputs": inputs,
+        "synthetic": synthetic,
         "options": options,
         "spacy": pipeline,
         "run_key": run_key,

@@ -89,6 +89,7 @@ from attentive_reader.corpus.shards import (
     shard_paths,
 )
 from attentive_reader.corpus.sources import QUESTION_KINDS, UrlLists
+from attentive_reader.corpus.synthetic.files import synthetic_origin
 from attentive_reader.corpus.workers import ShardPool
 from attentive_reader.errors import UserError
 from attentive_reader.faults import WriteGuard, writing
@@ -396,6 +397,7 @@ def _preprocess(
         counts=total(done.counts[i] for i in ordered),
         num_shards=done.total_shards,
         partial=part,
+        synthetic=synthetic_origin(inputs, options.url_lists),
     )
     if partial:
         write_json_atomic(out / MANIFEST_NAME, manifest)
@@ -444,6 +446,7 @@ def merge(
         run_key=first["run_key"],
         counts=total(counts),
         num_shards=expected,
+        synthetic=first.get("synthetic"),
     )
     manifest["merged_from"] = [str(Path(p).resolve()) for p in parts]
     if out.resolve() in {Path(p).resolve() for p in parts}:

@@ -33,6 +33,7 @@ from attentive_reader.data.encoded import (
     encoded_split,
     split_fingerprint,
 )
+from attentive_reader.data.provenance import data_provenance
 from attentive_reader.data.split import EncodedSplit
 from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
 from attentive_reader.errors import UserError
@@ -96,7 +97,9 @@ class ClozeDataModule(pl.LightningDataModule):
         checkpoint: a checkpoint whose vocabulary to use when ``vocab`` is unset (the CLI
             links it from ``--ckpt_path``, so evaluating or resuming reads the data as the
             checkpoint's model did).
-        cache_dir: where to keep the encoded ids (default: beside the dataset, see above).
+        cache_dir: where to keep the encoded ids: by default the dataset folder's
+            ``.encoded`` when it is writable, else ``$ATTENTIVE_READER_CACHE`` or
+            ``~/.cache/attentive-reader``.
         num_proc: worker processes for the first encoding of a large split.
     """
 
@@ -176,6 +179,7 @@ class ClozeDataModule(pl.LightningDataModule):
                 )
             self.vocab = self._built_vocabulary(max_words, num_entities or needed)
         self._encoded: dict[str, EncodedSplit] = {}
+        self._provenance: dict | None = None
 
     # --- what the CLI links into the model -----------------------------------------------
 
@@ -227,6 +231,14 @@ class ClozeDataModule(pl.LightningDataModule):
 
         stored = cached_json(self._cache, "vocab", key, build)
         return Vocabulary.from_dict(stored)  # type: ignore[arg-type]
+
+    def provenance(self) -> dict:
+        """What this dataset is, for the checkpoints of readers trained on it: its folder,
+        fingerprint, whether it was generated, and its validation split's exclusive-frequency
+        baseline (``data/provenance.py``; computed once per dataset, then cached)."""
+        if self._provenance is None:
+            self._provenance = data_provenance(self.path, self._splits, self._cache)
+        return self._provenance
 
     def examples(self, split: Split) -> datasets.Dataset:
         """The stored rows of ``split`` (``CLOZE_FEATURES``), e.g. for heatmaps and reports."""
@@ -285,7 +297,10 @@ class ClozeDataModule(pl.LightningDataModule):
     # --- Lightning hooks -----------------------------------------------------------------
 
     def setup(self, stage: str) -> None:
-        """Encode the splits the stage needs."""
+        """Encode the splits the stage needs (for ``fit``, also compute ``provenance``: the
+        checkpoints record it)."""
+        if stage == "fit":
+            self.provenance()
         needed = {
             "fit": ("train", "validation"),
             "validate": ("validation",),

@@ -1,4 +1,5 @@
-"""``ClozeReader``: what every reader shares (answer layers, loss, metrics, optimiser).
+"""``ClozeReader``: what every reader shares (answer layers, loss, metrics, optimiser and
+learning-rate schedule).
 
 Letters used by all readers: ``b`` batch, ``n`` context length, ``m`` query length, ``d``
 embedding size, ``h`` hidden size per direction, ``e`` number of entity ids.
@@ -19,6 +20,13 @@ from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.predictions import BatchPrediction
+from attentive_reader.models.provenance import PROVENANCE_KEY, training_record
+from attentive_reader.models.schedules import (
+    LrScheduleName,
+    build_schedule,
+    check_schedule,
+    step_schedule,
+)
 from attentive_reader.nn.answer import (
     AnswerLayerName,
     OutputAnswer,
@@ -52,12 +60,15 @@ class ClozeReader(pl.LightningModule):
     and implements :meth:`forward`, returning scores through :meth:`answer_scores` so that
     entity ids absent from the context are never predicted.
     This class provides the embedding, the cross-entropy loss, accuracy for each stage
-    (``train_acc``, ``val_acc``, ``test_acc``, synced across processes), ``predict_step`` and
-    the optimiser. Every concrete reader class is listed by :meth:`list_available`.
+    (``train_acc``, ``val_acc``, ``test_acc``, synced across processes), ``predict_step``, the
+    optimiser and its learning-rate schedule (``models/schedules.py``; the rate is logged as
+    ``lr`` each epoch). Every concrete reader class is listed by :meth:`list_available`.
 
-    The optimiser is set here and only here (``--model.optimizer``, ``--model.lr``, ...; the
-    CLI has no separate ``--optimizer`` block), so the checkpoint's hyperparameters, the run's
-    ``config.yaml`` and evaluation reports all record the optimiser that trained the reader.
+    The optimiser and the schedule are set here and only here (``--model.optimizer``,
+    ``--model.lr``, ``--model.lr_schedule``, ...; the CLI has no separate ``--optimizer`` or
+    ``--lr_scheduler`` block), so the checkpoint's hyperparameters, the run's ``config.yaml``
+    and evaluation reports all record what trained the reader. Every checkpoint saved while
+    training also records what the reader was trained on (``models/provenance.py``).
 
     The hyperparameters saved in checkpoints are the init arguments of the reader class, of
     the bases it builds on (``PairReader``) and of this class, defaults included (Lightning's
@@ -82,6 +93,14 @@ class ClozeReader(pl.LightningModule):
         weight_decay: L2 penalty.
         optimizer_options: further keyword arguments of the torch optimiser, e.g.
             ``{"momentum": 0.9, "alpha": 0.95}`` for the paper's RMSProp.
+        lr_schedule: ``constant`` (the default), ``plateau`` (multiply the rate by
+            ``lr_factor`` when ``val_acc`` has not improved for more than ``lr_patience``
+            validated epochs) or ``decay`` (multiply it by ``lr_factor`` after every epoch from
+            epoch ``lr_decay_start`` on, counting from 0).
+        lr_factor: the schedule's multiplier, in (0, 1); 0.5 halves.
+        lr_patience: ``plateau``: epochs without improvement tolerated before a cut.
+        lr_decay_start: ``decay``: the first epoch trained at a decayed rate.
+        min_lr: the schedule never goes below this rate.
     """
 
     #: The answer layers a reader class accepts (``build_answer_layer`` checks against them).
@@ -117,6 +136,11 @@ class ClozeReader(pl.LightningModule):
         lr: float | None = None,
         weight_decay: float = 0.0,
         optimizer_options: dict[str, float] | None = None,
+        lr_schedule: LrScheduleName = "constant",
+        lr_factor: float = 0.5,
+        lr_patience: int = 0,
+        lr_decay_start: int = 3,
+        min_lr: float = 0.0,
     ) -> None:
         super().__init__()
         for name, value in (
@@ -135,6 +159,7 @@ class ClozeReader(pl.LightningModule):
         if word_vectors is not None and not isinstance(word_vectors, str):
             raise ValueError("word_vectors must be a path given as a string (or None)")
         _check_optimizer_options(optimizer, optimizer_options)
+        check_schedule(lr_schedule, lr_factor, lr_patience, min_lr, lr_decay_start)
         self.save_hyperparameters(ignore=list(self.derived_arguments))
         self.vocab_size = vocab_size
         self.num_entities = num_entities
@@ -142,6 +167,12 @@ class ClozeReader(pl.LightningModule):
         self.lr = DEFAULT_LR[optimizer] if lr is None else lr
         self.weight_decay = weight_decay
         self.optimizer_options = dict(optimizer_options or {})
+        self.lr_schedule: LrScheduleName = lr_schedule
+        self.lr_factor = lr_factor
+        self.lr_patience = lr_patience
+        self.lr_decay_start = lr_decay_start
+        self.min_lr = min_lr
+        self._validated_epoch = -1  # the last epoch whose validation ran (plateau steps on it)
         self.word_vectors = word_vectors
         self.query_match = bool(query_match)
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
@@ -314,6 +345,8 @@ class ClozeReader(pl.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         # The reader's class, so that ``load_reader`` works for checkpoints made without the CLI.
         checkpoint["reader_class"] = f"{type(self).__module__}.{type(self).__qualname__}"
+        if self._trainer is not None:  # what it was trained on, and how far it got
+            checkpoint[PROVENANCE_KEY] = training_record(self._trainer)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         upgrade_state_dict(checkpoint["state_dict"])
@@ -335,15 +368,49 @@ class ClozeReader(pl.LightningModule):
         per example."""
         return BatchPrediction.of(batch, self(batch))
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
+    def configure_optimizers(self) -> torch.optim.Optimizer | dict[str, Any]:
         """The optimiser of the ``optimizer``, ``lr``, ``weight_decay`` and
-        ``optimizer_options`` arguments."""
-        return OPTIMIZERS[self.optimizer_name](
+        ``optimizer_options`` arguments, with the ``lr_schedule``'s scheduler unless it is
+        ``constant``."""
+        optimizer = OPTIMIZERS[self.optimizer_name](
             self.parameters(),
             lr=self.lr,
             weight_decay=self.weight_decay,
             **self.optimizer_options,
         )
+        schedule = build_schedule(
+            optimizer,
+            self.lr_schedule,
+            factor=self.lr_factor,
+            patience=self.lr_patience,
+            min_lr=self.min_lr,
+            decay_start=self.lr_decay_start,
+        )
+        return optimizer if schedule is None else {"optimizer": optimizer, "lr_scheduler": schedule}
+
+    def on_train_epoch_start(self) -> None:
+        # The rate this epoch trains with (every reader, every schedule).
+        optimizer = self.optimizers()
+        if isinstance(optimizer, list):  # a reader that configures none
+            return
+        rate = optimizer.optimizer.param_groups[0]["lr"]
+        self.log("lr", rate, on_step=False, on_epoch=True, batch_size=1)
+
+    def on_validation_epoch_end(self) -> None:
+        if not self.trainer.sanity_checking:
+            self._validated_epoch = self.current_epoch
+
+    def on_train_epoch_end(self) -> None:
+        """Step the learning-rate schedule (see ``models/schedules.py`` for why here)."""
+        schedulers = self.lr_schedulers()
+        for scheduler in schedulers if isinstance(schedulers, list) else [schedulers]:
+            if scheduler is not None:
+                validated = self._validated_epoch == self.current_epoch
+                step_schedule(scheduler, validated, self.trainer.callback_metrics)
+
+    def lr_scheduler_step(self, scheduler: Any, metric: Any) -> None:
+        # The schedule is stepped by on_train_epoch_end, before the epoch's checkpoints.
+        return None
 
     # --- internals -----------------------------------------------------------------------
 

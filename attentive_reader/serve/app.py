@@ -147,6 +147,8 @@ def create_app(
         html = env.get_template(template).render(
             title=title,
             model=Path(reader.path).name,  # never the server's folders
+            provenance=reader.provenance.describe(folder=False),
+            caution=reader.provenance.warning(),
             browse=bool(splits),
             max_bytes=max_bytes,
             **context,

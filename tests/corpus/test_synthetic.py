@@ -444,3 +444,28 @@ def test_synthesize_refuses_an_earlier_corpus_without_touching_it(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(UserError, match="is not a folder"):
         synthesize(tmp_path / "file", 3)
+
+
+def test_synthetic_origin_finds_the_mark_or_the_made_up_urls(tmp_path):
+    corpus = tmp_path / "corpus"
+    write_corpus(corpus, generate_corpus(3, seed=7), seed=7)
+    stories = corpus / "stories"
+    found = synthetic.synthetic_origin([str(stories)])
+    assert (found["generator"], found["seed"]) == ("attentive_reader.corpus.synthetic", 7)
+    assert found["found"] == str((corpus / "synthetic.json").resolve())
+    one = next(stories.glob("*.story"))
+    assert synthetic.synthetic_origin([f"train={one}"])["seed"] == 7  # a file, a split prefix
+    # Copied away from the mark, the url lists still give it away.
+    copied = tmp_path / "elsewhere"
+    (copied / "lists").mkdir(parents=True)
+    for path in (corpus / "url_lists").iterdir():
+        (copied / "lists" / path.name).write_bytes(path.read_bytes())
+    (copied / "stories").mkdir()
+    origin = synthetic.synthetic_origin([str(copied / "stories")], str(copied / "lists"))
+    assert origin["found"].startswith("the urls of ")
+    # Anything else is not the synthetic corpus.
+    real = tmp_path / "real"
+    (real / "lists").mkdir(parents=True)
+    (real / "lists" / "all_train.txt").write_text("https://edition.cnn.com/a\n")
+    assert synthetic.synthetic_origin([str(real)], str(real / "lists")) is None
+    assert synthetic.synthetic_origin(["cnn_dailymail", str(tmp_path / "missing")]) is None

@@ -240,3 +240,44 @@ def test_overfits_a_tiny_batch(case: Case):
     reader.eval()
     with torch.no_grad():
         assert torch.equal(reader(batch).logits.argmax(-1), batch.answer)
+
+
+ONE_EACH = [
+    next(case for case in CASES if case.values[0].name == name)
+    for name in ClozeReader.list_available()
+]
+
+
+@pytest.mark.filterwarnings(r"ignore:Detected call of `lr_scheduler.step\(\)` before")
+@pytest.mark.parametrize("case", ONE_EACH)
+def test_every_reader_takes_each_learning_rate_schedule(case: Case):
+    """``constant`` is the bare optimiser; ``plateau`` halves after an epoch whose val_acc
+    did not improve (patience 0); ``decay`` halves after every epoch from lr_decay_start."""
+    from attentive_reader.models.schedules import step_schedule
+
+    base = {**TINY, **case.options, "answer_layer": case.layer}
+    reader = case.cls(**base, optimizer="sgd", lr=0.1)
+    assert isinstance(reader.configure_optimizers(), torch.optim.SGD)
+    expected = {"plateau": [0.1, 0.05, 0.025], "decay": [0.05, 0.025, 0.0125]}
+    for schedule, rates in expected.items():
+        reader = case.cls(**base, optimizer="sgd", lr=0.1, lr_schedule=schedule, lr_decay_start=1)
+        configured = reader.configure_optimizers()
+        optimizer, scheduler = configured["optimizer"], configured["lr_scheduler"]["scheduler"]
+        seen = []
+        for _ in rates:  # three epochs, each validated at the same accuracy
+            step_schedule(scheduler, validated=True, metrics={"val_acc": torch.tensor(0.5)})
+            seen.append(optimizer.param_groups[0]["lr"])
+        assert seen == pytest.approx(rates), schedule
+        assert reader.hparams["lr_schedule"] == schedule
+
+
+def test_schedule_options_out_of_range_say_what_to_use():
+    cls = ClozeReader.list_available()["DeepLSTMReader"]
+    for options, message in (
+        ({"lr_schedule": "cosine"}, "lr_schedule must be one of constant, plateau, decay"),
+        ({"lr_factor": 1.0}, r"lr_factor must be in \(0, 1\)"),
+        ({"lr_patience": -1}, "lr_patience must be an integer >= 0"),
+        ({"min_lr": -1.0}, "min_lr must be >= 0"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            cls(**TINY, hidden_dim=6, **options)

@@ -35,11 +35,13 @@ from attentive_reader.corpus.synthetic.baselines import (
 )
 from attentive_reader.corpus.synthetic.files import (
     GENERATOR_VERSION,
+    MARKER_FILE,
     URL_LIST_FILES,
     build_ruler_pipeline,
     format_story,
     ruler_patterns,
     synthesize,
+    synthetic_origin,
     write_corpus,
 )
 from attentive_reader.corpus.synthetic.shapes import (
@@ -86,6 +88,7 @@ __all__ = [
     "FILLERS_TWO",
     "FIRST_NAMES",
     "GENERATOR_VERSION",
+    "MARKER_FILE",
     "ORG_STEMS",
     "ORG_SUFFIXES",
     "ROLES",
@@ -112,5 +115,6 @@ __all__ = [
     "split_of",
     "story_url",
     "synthesize",
+    "synthetic_origin",
     "write_corpus",
 ]

@@ -87,6 +87,7 @@ def write_examples(
         run_key=hashlib.sha1(json.dumps(run, sort_keys=True).encode()).hexdigest(),
         counts=counts,
         num_shards=1,
+        synthetic={"generator": source},  # made up by a program, not real text
     )
     manifest["source"] = source  # a generated dataset says what generated it
     write_json_atomic(out / MANIFEST_NAME, manifest)

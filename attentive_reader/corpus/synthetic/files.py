@@ -1,4 +1,5 @@
-"""The synthetic corpus on disk (CNN ``.story`` files and url lists) and its entity ruler."""
+"""The synthetic corpus on disk (CNN ``.story`` files, url lists, the ``synthetic.json`` mark)
+and its entity ruler; ``synthetic_origin`` recognises it among preprocessing inputs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attentive_reader.corpus.records import Story
-from attentive_reader.corpus.synthetic.shapes import DEFAULT_SHAPE, StoryShape, SyntheticStory
+from attentive_reader.corpus.sources.inputs import split_input
+from attentive_reader.corpus.synthetic.shapes import (
+    DEFAULT_SHAPE,
+    URL_PREFIX,
+    StoryShape,
+    SyntheticStory,
+)
 from attentive_reader.corpus.synthetic.story import generate_corpus
 from attentive_reader.corpus.synthetic.words import (
     CITIES,
@@ -26,6 +33,11 @@ if TYPE_CHECKING:
 
 GENERATOR_VERSION = 1
 URL_LIST_FILES = {"train": "all_train.txt", "validation": "all_val.txt", "test": "all_test.txt"}
+# What ``write_corpus`` writes beside ``stories/`` and ``url_lists/``: the corpus's mark.
+MARKER_FILE = "synthetic.json"
+# The module path of the generator before it became a package: kept in the mark, so that the
+# corpus files stay byte-identical.
+GENERATOR = "attentive_reader.corpus.synthetic"
 
 
 def format_story(story: Story) -> str:
@@ -66,9 +78,7 @@ def write_corpus(
         lines = "".join(url + "\n" for url in urls[split])
         (out / "url_lists" / name).write_text(lines, encoding="utf-8", newline="\n")
     info = {
-        # The module path of the generator before it became a package: kept, so that the
-        # corpus files stay byte-identical.
-        "generator": "attentive_reader.corpus.synthetic",
+        "generator": GENERATOR,
         "generator_version": GENERATOR_VERSION,
         "seed": seed,
         "stories": len(stories),
@@ -76,8 +86,65 @@ def write_corpus(
     }
     if shape != DEFAULT_SHAPE:
         info["shape"] = shape.name
-    (out / "synthetic.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    (out / MARKER_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return info
+
+
+def synthetic_origin(inputs: Sequence[str], url_lists: str | None = None) -> dict | None:
+    """The mark of the built-in synthetic corpus that preprocessing ``inputs`` come from, or
+    ``None`` when nothing says they do.
+
+    ``write_corpus`` (``attentive-reader synth``, the demo) writes ``OUT_DIR/synthetic.json``
+    beside ``OUT_DIR/stories/`` and ``OUT_DIR/url_lists/``: an input folder (or the folder of
+    an input file) holding that mark, or whose parent holds it, is the synthetic corpus, and so
+    is the url-list folder or its parent. Url lists whose urls are the generator's made-up ones
+    (``URL_PREFIX``) say so too, when the mark was not copied along.
+
+    Args:
+        inputs: the inputs as given to ``preprocess`` (``SPLIT=`` prefixes allowed; hub names
+            and missing paths are passed over).
+        url_lists: the ``--url-lists`` folder or file, if any.
+
+    Returns:
+        The mark's content (generator, version, seed, counts), with ``"found"`` saying where
+        it was found; ``None`` for any other corpus.
+    """
+    folders: list[Path] = []
+    for item in [*inputs, *([url_lists] if url_lists else [])]:
+        path = Path(split_input(item)[1])
+        if path.exists():
+            folder = path if path.is_dir() else path.parent
+            folders += [folder, folder.parent]
+    for folder in folders:
+        mark = _read_mark(folder / MARKER_FILE)
+        if mark is not None:
+            return {**mark, "found": str((folder / MARKER_FILE).resolve())}
+    if url_lists and _has_generated_urls(Path(url_lists)):
+        return {"generator": GENERATOR, "found": f"the urls of {Path(url_lists).resolve()}"}
+    return None
+
+
+def _read_mark(path: Path) -> dict | None:
+    try:
+        mark = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return mark if isinstance(mark, dict) and mark.get("generator") == GENERATOR else None
+
+
+def _has_generated_urls(url_lists: Path) -> bool:
+    """Whether the first url of a url-list file (or of any ``.txt`` in the folder) is one of
+    the generator's."""
+    files = sorted(url_lists.glob("*.txt")) if url_lists.is_dir() else [url_lists]
+    for path in files:
+        try:
+            with path.open(encoding="utf-8", errors="replace") as handle:
+                first = next((line.strip() for line in handle if line.strip()), "")
+        except OSError:
+            continue
+        if first.startswith(URL_PREFIX + "/"):
+            return True
+    return False
 
 
 def synthesize(
