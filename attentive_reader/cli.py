@@ -39,6 +39,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "attentive_reader.commands.synth",
         "write the built-in synthetic news corpus as .story files",
     ),
+    "encode": (
+        "attentive_reader.commands.encode",
+        "encode a dataset's token ids once, ahead of a (multi-node) training run",
+    ),
     "fit": ("attentive_reader.commands.train", "train a reader (Lightning CLI)"),
     "validate": ("attentive_reader.commands.train", "validate a reader (Lightning CLI)"),
     "test": ("attentive_reader.commands.train", "test a reader (Lightning CLI)"),

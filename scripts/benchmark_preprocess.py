@@ -15,6 +15,12 @@ Targets: ``1 process / bare >= 0.85`` (the toolkit's overhead at most 15%) and
 ``2 processes / 1 process >= 1.6`` (on two free cores). Prints a table, writes JSON::
 
     python scripts/benchmark_preprocess.py --output benchmark_preprocess.json
+
+``--engine dask`` measures the cluster engine instead, on the same stories in one run: a Dask
+``LocalCluster`` of 2 worker processes (1 thread each, started once, its start-up timed apart)
+against the local pool of 2 processes, interleaved, and the engine's overhead (target: under
+15%). CPU time counts the driver and its worker processes (Dask's through ``psutil``). Needs
+``pip install "attentive-reader[cluster]"``.
 """
 
 from __future__ import annotations
@@ -69,19 +75,122 @@ def bare_pipe(nlp, articles: list[str], batch_size: int) -> tuple[float, float]:
 
 
 def toolkit(
-    folder: Path, out: Path, model: str, num_proc: int, batch_size: int, shard_size: int
-) -> float:
-    """Seconds for an end-to-end ``preprocess`` run."""
+    folder: Path,
+    out: Path,
+    model: str,
+    num_proc: int,
+    batch_size: int,
+    shard_size: int,
+    cluster=None,
+) -> tuple[float, float]:
+    """Wall and CPU seconds for an end-to-end ``preprocess`` run (on ``cluster`` if given)."""
+    engine = {"engine": "dask", "scheduler": cluster.scheduler_address} if cluster else {}
     options = PreprocessOptions(
         spacy_model=model,
         num_proc=num_proc,
         batch_size=batch_size,
         shard_size=shard_size,
         overwrite=True,
+        **engine,
     )
+    workers = worker_cpu_seconds(cluster) if cluster else 0.0
     start, cpu = time.perf_counter(), cpu_seconds()
     preprocess([str(folder)], out, options, progress=False)
-    return time.perf_counter() - start, cpu_seconds() - cpu
+    wall, used = time.perf_counter() - start, cpu_seconds() - cpu
+    if cluster:
+        used += worker_cpu_seconds(cluster) - workers
+    return wall, used
+
+
+def worker_cpu_seconds(cluster) -> float:
+    """CPU seconds (user + system) used so far by the cluster's worker processes."""
+    from distributed import Client
+
+    def used() -> float:
+        import psutil
+
+        times = psutil.Process().cpu_times()
+        return times.user + times.system
+
+    with Client(cluster, set_as_default=False) as client:
+        return sum(client.run(used).values())
+
+
+def start_cluster():
+    """A local Dask cluster of 2 worker processes with 1 thread each, and its start-up time."""
+    from distributed import LocalCluster
+
+    start = time.perf_counter()
+    cluster = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+    )
+    return cluster, time.perf_counter() - start
+
+
+def run_engines(args, folder: Path, tmp: Path, console: Console) -> dict:
+    """``--engine dask``: the 2-worker cluster against the 2-process pool, interleaved."""
+    cluster, startup = start_cluster()
+    names = ("2 processes", "dask, 2 workers")
+    times: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    try:
+        for round_ in range(args.rounds):
+            order = list(zip(names, (None, cluster)))
+            for name, on in order if round_ % 2 == 0 else order[::-1]:  # neither always first
+                procs = 2 if on is None else 1
+                wall, used = toolkit(
+                    folder, tmp / "out", args.model, procs, args.batch_size, args.shard_size, on
+                )
+                times[name].append(wall)
+                cpu[name].append(used)
+            console.print(
+                f"round {round_ + 1}/{args.rounds}: "
+                + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items())
+            )
+    finally:
+        cluster.close()
+    return {"times": times, "cpu": cpu, "cluster_startup_seconds": startup}
+
+
+def engine_report(n: int, rounds: int, measured: dict, console: Console) -> dict:
+    """The table of ``--engine dask`` and its JSON."""
+    times, cpu = measured["times"], measured["cpu"]
+    median = {k: statistics.median(v) for k, v in times.items()}
+    median_cpu = {k: statistics.median(v) for k, v in cpu.items()}
+    base = median["2 processes"]
+    table = Table(
+        title=f"Preprocessing engines, {n} stories, {os.cpu_count()} cores (median of {rounds})"
+    )
+    for column in ("", "seconds", "stories/s", "overhead vs local pool", "CPU s"):
+        table.add_column(column, justify="right")
+    for name in times:
+        table.add_row(
+            name,
+            f"{median[name]:.2f}",
+            f"{n / median[name]:.1f}",
+            f"{median[name] / base - 1:+.1%}",
+            f"{median_cpu[name]:.2f}",
+        )
+    console.print(table)
+    overhead = median["dask, 2 workers"] / base - 1
+    console.print(
+        f"Dask engine overhead against the local pool: {overhead:+.1%} (target < 15%); the "
+        f"cluster started in {measured['cluster_startup_seconds']:.1f} s (once, not counted)",
+        soft_wrap=True,
+    )
+    return {
+        "seconds": times,
+        "cpu_seconds": cpu,
+        "median_seconds": median,
+        "median_cpu_seconds": median_cpu,
+        "stories_per_second": {k: n / s for k, s in median.items()},
+        "overhead_dask_vs_local_pool": overhead,
+        "cluster_startup_seconds": measured["cluster_startup_seconds"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,6 +202,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--shard-size", type=int, default=24)
     parser.add_argument("--output", type=Path, default=Path("benchmark_preprocess.json"))
+    parser.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="local: bare nlp.pipe, 1 and 2 processes; dask: a 2-worker Dask cluster against "
+        "the 2-process pool",
+    )
     args = parser.parse_args(argv)
     console = Console()
     if not args.data.is_dir():
@@ -104,6 +220,15 @@ def main(argv: list[str] | None = None) -> int:
         folder.mkdir()
         articles = write_stories(args.data, folder, args.repeat)
         n = len(articles)
+        if args.engine == "dask":
+            measured = run_engines(args, folder, Path(tmp), console)
+            result = engine_report(n, args.rounds, measured, console)
+            result.update(stories=n, model=args.model, batch_size=args.batch_size)
+            result.update(shard_size=args.shard_size, rounds=args.rounds, engine="dask")
+            result.update(load_average_1min=os.getloadavg()[0], cpu_count=os.cpu_count())
+            args.output.write_text(json.dumps(result, indent=2) + "\n")
+            console.print(f"wrote {args.output}")
+            return 0
         nlp = load_pipeline(args.model)
         times: dict[str, list[float]] = {"bare": [], "1 process": [], "2 processes": []}
         cpu: dict[str, list[float]] = {name: [] for name in times}

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from attentive_reader.corpus.console import print_report
 from attentive_reader.corpus.entities import DEFAULT_LABELS
+from attentive_reader.corpus.options import ENGINES
 from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
 from attentive_reader.corpus.sources import PUBLISHER_DOMAINS
 from attentive_reader.errors import UserError
@@ -142,6 +143,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="the part this run processes (0..K-1)",
     )
     group.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="where the shards run: local (this machine, --num-proc processes) or dask "
+        '(the workers of a Dask cluster, --scheduler; pip install "attentive-reader[cluster]") '
+        "(default: local)",
+    )
+    group.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="the Dask scheduler: tcp://HOST:8786 or a scheduler file (--engine dask)",
+    )
+    group.add_argument(
         "--strict", action="store_true", help="stop at the first bad input instead of skipping it"
     )
     group.add_argument(
@@ -174,6 +188,8 @@ def main(argv: list[str]) -> int:
             shard_index=args.shard_index,
             strict=args.strict,
             overwrite=args.overwrite,
+            engine=args.engine,
+            scheduler=args.scheduler,
         )
     except ValueError as error:
         raise UserError(str(error)) from None

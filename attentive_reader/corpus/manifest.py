@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -292,7 +293,7 @@ def write_json_atomic(path: Path, data: dict) -> None:
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename: a reader of
     ``path`` sees the old file or the whole new one, never a part."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = path.with_name(f".{path.name}.tmp-{socket.gethostname()}-{os.getpid()}")
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)

@@ -10,6 +10,9 @@ from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
 from attentive_reader.corpus.sources.splits import PUBLISHER_DOMAINS, Publisher
 
+Engine = Literal["local", "dask"]
+ENGINES: tuple[str, ...] = ("local", "dask")
+
 
 @dataclass(frozen=True)
 class PreprocessOptions:
@@ -37,6 +40,10 @@ class PreprocessOptions:
         shard_index: the part this run processes, ``0 <= shard_index < num_shards``.
         strict: stop at the first unreadable input or failing story instead of counting it.
         overwrite: replace an existing output directory.
+        engine: where the shards run: ``local`` (this machine, ``num_proc`` processes) or
+            ``dask`` (the workers of a Dask distributed cluster, ``corpus.cluster``).
+        scheduler: the Dask scheduler's address (``tcp://host:8786``) or scheduler file
+            (``engine="dask"`` only).
     """
 
     spacy_model: str | None = None
@@ -55,6 +62,8 @@ class PreprocessOptions:
     shard_index: int = 0
     strict: bool = False
     overwrite: bool = False
+    engine: Engine = "local"
+    scheduler: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", tuple(self.labels))
@@ -85,8 +94,25 @@ class PreprocessOptions:
                 f"--publisher {self.publisher} needs --url-lists DIR: the url lists tell each "
                 "story's publisher (attentive-reader download url_lists --dest DIR fetches them)"
             )
+        self._check_engine()
         # ClozeOptions validates labels and max_context_tokens.
         self.cloze_options()
+
+    def _check_engine(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.engine == "dask" and not self.scheduler:
+            raise ValueError(
+                "engine dask needs the scheduler's address: --scheduler tcp://HOST:8786 (or "
+                "a scheduler file)"
+            )
+        if self.engine == "dask" and self.num_proc > 1:
+            raise ValueError(
+                "num_proc is the local engine's process count; with engine dask the cluster's "
+                "workers run the shards (leave --num-proc out)"
+            )
+        if self.engine == "local" and self.scheduler:
+            raise ValueError("a scheduler is used only with engine dask (--engine dask)")
 
     def cloze_options(self) -> ClozeOptions:
         """The options of ``cloze.make_examples``."""

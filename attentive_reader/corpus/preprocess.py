@@ -8,12 +8,13 @@ How a run goes (``preprocess``):
    ``shard_size`` records: shard ``k`` holds records ``k*S .. (k+1)*S - 1``, so the
    assignment depends on the input order only.
 2. Each shard is processed (``shards.process_shard``) here or, with ``num_proc > 1``, by a
-   worker of ``workers.ShardPool`` (processes holding the spaCy pipeline, loaded once):
+   worker of ``workers.ShardPool`` (processes holding the spaCy pipeline, loaded once), or,
+   with ``engine="dask"``, as a task on the workers of a Dask cluster (``cluster.ClusterPool``):
    ``nlp.pipe`` (batched NER) over the articles, ``nlp.make_doc`` over the highlights,
    ``cloze.make_examples``. A story over the token cap is skipped before NER. The shard's
    examples go to ``DIR/shards/shard-NNNNNN.parquet`` and its counts to
    ``shard-NNNNNN.json``, each through a temporary file and a rename; the JSON, written
-   last, marks the shard finished. At most ``2 * num_proc`` shards are in flight, so memory
+   last, marks the shard finished. At most two shards per worker are in flight, so memory
    does not grow with the corpus.
 3. The shards are joined, in shard order, into a ``datasets.DatasetDict`` (all three splits,
    ``CLOZE_FEATURES``) saved under ``DIR/.tmp`` and moved into ``DIR`` with
@@ -30,13 +31,15 @@ Several machines: ``num_shards=K, shard_index=I`` processes only the shards ``k`
 the K part directories into the same dataset and manifest as a single run.
 
 The rooms: ``options.py`` (``PreprocessOptions``), ``shards.py`` (the input stream, shard
-keys, one shard's work), ``workers.py`` (the process pool), ``console.py`` (progress, the
+keys, one shard's work), ``workers.py`` (the process pool), ``cluster.py`` (the Dask engine,
+an optional extra), ``console.py`` (progress, the
 size estimate, the summary) and this driver (the output directory, the run, the merge).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -44,6 +47,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import datasets
 import pyarrow as pa
@@ -93,6 +98,9 @@ from attentive_reader.corpus.synthetic.files import synthetic_origin
 from attentive_reader.corpus.workers import ShardPool
 from attentive_reader.errors import UserError
 from attentive_reader.faults import WriteGuard, writing
+
+if TYPE_CHECKING:  # the optional engine (pip install "attentive-reader[cluster]")
+    from attentive_reader.corpus.cluster import ClusterPool
 
 __all__ = [
     "PreprocessOptions",
@@ -263,6 +271,32 @@ def _pipeline(options: PreprocessOptions, kinds: Sequence[str]) -> _Pipeline:
     return _Pipeline(nlp, model, info)
 
 
+def _open_pool(options: PreprocessOptions, pipeline: _Pipeline) -> ShardPool | ClusterPool | None:
+    """The run's workers: a cluster's, local processes, or none (this process)."""
+    if options.engine == "dask":
+        assert options.scheduler is not None
+        cluster = _cluster_engine()
+        # A directory as an absolute path: the workers' working directories are their own.
+        model = _model_identity(options.spacy_model) if pipeline.nlp is not None else None
+        return cluster.ClusterPool(options.scheduler, model, pipeline.info)
+    if options.num_proc > 1:
+        return ShardPool(options.num_proc, options.spacy_model, pipeline.nlp)
+    return None
+
+
+def _cluster_engine() -> ModuleType:
+    """``corpus.cluster``, or the one line that says what to install."""
+    try:
+        return importlib.import_module("attentive_reader.corpus.cluster")
+    except ImportError as error:
+        if (error.name or "").split(".")[0] not in ("distributed", "dask"):
+            raise
+        raise UserError(
+            '--engine dask needs Dask distributed: pip install "attentive-reader[cluster]" '
+            '(or pip install "dask[distributed]")'
+        ) from None
+
+
 @dataclass
 class _Progress:
     """What the shard loop has done so far."""
@@ -284,6 +318,8 @@ def _preprocess(
 ) -> PreprocessResult:
     started = time.perf_counter()
     options = options or PreprocessOptions()
+    if options.engine == "dask":
+        _cluster_engine()  # installed? (before anything is loaded or written)
     console = console or Console(stderr=True)
     kinds = input_kinds(inputs)
     url_lists = UrlLists.from_dir(options.url_lists) if options.url_lists else None
@@ -309,9 +345,10 @@ def _preprocess(
     cloze = options.cloze_options()
     estimate = Estimate(inputs, kinds, out, options, guard, console, progress is not False)
     done = _Progress()
-    pool = ShardPool(options.num_proc, options.spacy_model, nlp) if options.num_proc > 1 else None
+    pool: ShardPool | ClusterPool | None = None
     bar = progress_bar(console, console.is_terminal if progress is None else progress)
     try:
+        pool = _open_pool(options, pipeline)
         with bar:
             task_id = bar.add_task("preprocessing", total=None)
 
@@ -349,7 +386,7 @@ def _preprocess(
                     done.records_processed += done.counts[index].read
                     estimate.shard_done(shards, index)
                 else:
-                    while pool.in_flight >= 2 * options.num_proc:
+                    while pool.in_flight >= 2 * pool.slots:
                         collect()
                     pool.submit(task)
             while pool is not None and pool.in_flight:

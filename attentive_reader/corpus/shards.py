@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -267,7 +268,8 @@ def process_shard(
     """
     directory = Path(task.directory)
     parquet_path, json_path = shard_paths(directory, task.index)
-    tmp = directory / f".{parquet_path.name}.tmp-{os.getpid()}"
+    # Named by host and process: the workers of a cluster share the folder.
+    tmp = directory / f".{parquet_path.name}.tmp-{socket.gethostname()}-{os.getpid()}"
     counts = ShardCounts()
     rows: list[dict] = []
     cap = task.cloze.max_context_tokens

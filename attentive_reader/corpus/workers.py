@@ -56,10 +56,11 @@ def _start_worker(
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
-def _run_shard(task: ShardTask) -> tuple[int, dict]:
-    """Process one shard in a worker: ``(index, counts as JSON)``, or one of three errors."""
+def run_shard(task: ShardTask, nlp: Language | None) -> tuple[int, dict]:
+    """Process one shard in a worker: ``(index, counts as JSON)``, or one of three errors
+    (also the task of a cluster worker, ``corpus.cluster``)."""
     try:
-        return task.index, process_shard(task, _PIPELINE).to_json()
+        return task.index, process_shard(task, nlp).to_json()
     except UserError as error:
         raise UserError(str(error)) from None
     except BaseException as error:
@@ -70,6 +71,10 @@ def _run_shard(task: ShardTask) -> tuple[int, dict]:
             f"shard {task.index} failed in a worker: {type(error).__name__}: {error}\n"
             f"{traceback.format_exc()}"
         ) from None
+
+
+def _run_shard(task: ShardTask) -> tuple[int, dict]:
+    return run_shard(task, _PIPELINE)
 
 
 def _ready() -> int:
@@ -90,6 +95,7 @@ class ShardPool:
     """
 
     def __init__(self, num_proc: int, model: str | None, nlp: Language | None) -> None:
+        self.num_proc = num_proc
         fork = "fork" in multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if fork else "spawn")
         self.executor = ProcessPoolExecutor(
@@ -107,6 +113,11 @@ class ShardPool:
             raise RuntimeError(
                 f"the {num_proc} worker processes could not start; run with --num-proc 1 to see why"
             ) from None
+
+    @property
+    def slots(self) -> int:
+        """Shards the pool runs at once."""
+        return self.num_proc
 
     @property
     def in_flight(self) -> int:

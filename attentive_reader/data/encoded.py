@@ -44,6 +44,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from attentive_reader.data.vocab import Vocabulary
+from attentive_reader.errors import UserError
+from attentive_reader.faults import is_write_fault
 
 FORMAT_VERSION = 1
 CACHE_FOLDER = ".encoded"  # inside the dataset directory when it is writable
@@ -141,14 +143,15 @@ def _digest(value: object) -> str:
 def cache_root(dataset_dir: Path, cache_dir: str | Path | None = None) -> Path:
     """Where the encoded splits of ``dataset_dir`` live.
 
-    ``cache_dir`` when given; else ``<dataset_dir>/.encoded`` when the dataset directory is
-    writable; else ``$ATTENTIVE_READER_CACHE`` or ``~/.cache/attentive-reader``, in a folder
-    named by the dataset directory's resolved path.
+    ``cache_dir`` when given; else ``<dataset_dir>/.encoded`` when it exists (also read-only:
+    built ahead by ``attentive-reader encode``) or the dataset directory is writable; else
+    ``$ATTENTIVE_READER_CACHE`` or ``~/.cache/attentive-reader``, in a folder named by the
+    dataset directory's resolved path.
     """
     if cache_dir is not None:
         return Path(cache_dir)
     beside = dataset_dir / CACHE_FOLDER
-    if beside.is_dir() and os.access(beside, os.W_OK):
+    if beside.is_dir():
         return beside
     if not beside.exists() and os.access(dataset_dir, os.W_OK):
         return beside
@@ -159,9 +162,23 @@ def cache_root(dataset_dir: Path, cache_dir: str | Path | None = None) -> Path:
 
 @contextmanager
 def _exclusive(lock_file: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``lock_file`` (blocking: a second process waits)."""
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    """Hold an exclusive ``flock`` on ``lock_file`` (blocking: a second process waits).
+
+    Raises:
+        UserError: the cache folder cannot be written (something must be built there).
+    """
+    try:
+        lock_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        if not is_write_fault(error):
+            raise
+        raise UserError(
+            f"the encoded-ids cache {lock_file.parent} cannot be written ({error.strerror}) and "
+            "lacks what this run needs: build it once with `attentive-reader encode DATASET` "
+            "(with the run's --max-words, --num-entities or --vocab) where it can be written, or "
+            "pass --data.cache_dir DIR (a writable folder)"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
