@@ -78,6 +78,10 @@ def main(argv: list[str]) -> int:
     for split in SPLITS:
         encoded = module.dataset(split)
         print(f"{split}: {len(encoded):,} examples in {encoded.columns.folder}")
+    # the exclusive-frequency baseline every checkpoint records, cached beside the ids
+    baseline = module.provenance()["exclusive_frequency"]
+    if baseline is not None:
+        print(f"validation exclusive-frequency baseline: {100 * baseline:.1f}%")
     print(
         f"vocabulary: {module.vocab_size:,} ids ({module.num_entities} entity ids); training "
         f"runs with the same data options read these files and write nothing to {args.dataset_dir}"

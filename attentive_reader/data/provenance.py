@@ -21,6 +21,7 @@ from attentive_reader.corpus.manifest import MANIFEST_NAME, read_manifest
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.corpus.synthetic.files import synthetic_origin
 from attentive_reader.data.encoded import cached_json, split_fingerprint
+from attentive_reader.errors import UserError
 
 BASELINE = "exclusive_frequency"
 _COLUMNS = ["context", "query", "answer", "candidates"]
@@ -101,5 +102,8 @@ def _baseline(validation: datasets.Dataset, cache: Path | None) -> float:
     if cache is None:
         return exclusive_frequency(validation)
     key = split_fingerprint(validation)
-    value = cached_json(cache, BASELINE, key, lambda: exclusive_frequency(validation))
+    try:
+        value = cached_json(cache, BASELINE, key, lambda: exclusive_frequency(validation))
+    except UserError:  # a cache nothing can be written to (encode computes it ahead)
+        return exclusive_frequency(validation)
     return float(value)  # type: ignore[arg-type]

@@ -60,3 +60,13 @@ def test_what_a_manifest_says_about_its_origin(tmp_path):
     (corpus / "synthetic.json").write_text(json.dumps(mark))
     found = generated_by({"inputs": [{"path": str(corpus / "stories")}]})
     assert found["seed"] == 3 and found["found"] == str((corpus / "synthetic.json").resolve())
+
+
+def test_the_baseline_is_computed_without_caching_where_the_cache_cannot_be_written(tmp_path):
+    from attentive_reader.data.provenance import _baseline
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")  # a cache folder that cannot be made
+    rows = datasets.Dataset.from_list([e.to_row() for e in VALIDATION])
+    assert _baseline(rows, blocker / "cache") == pytest.approx(0.5)
+    assert not (blocker.parent / "cache").exists()
