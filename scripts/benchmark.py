@@ -129,6 +129,8 @@ class Settings:
 
 
 FULL = Settings()
+# (embedding, hidden) of configs/*_paper.yaml: Hermann et al.'s grid, hidden 256 (--paper-sizes)
+PAPER_SIZES = (200, 256)
 QUICK = Settings(
     vocab_size=5000,
     num_entities=100,
@@ -900,6 +902,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=None, help="override the rounds")
     parser.add_argument(
+        "--paper-sizes",
+        action="store_true",
+        help="the paper configs' sizes (configs/*_paper.yaml: embedding 200, hidden 256) for "
+        "every entry, the reference and the dense limit included (default: embedding 100, "
+        "hidden 128, the sizes of configs/attentive_reader.yaml)",
+    )
+    parser.add_argument(
         "--device",
         choices=("cpu", "cuda"),
         default="cpu",
@@ -948,6 +957,8 @@ def main(argv: list[str] | None = None) -> int:
         if min(args.scale_sizes) < 100:
             parser.error("--scale-sizes must be at least 100 examples each")
         settings = replace(settings, scale_sizes=tuple(args.scale_sizes))
+    if args.paper_sizes:
+        settings = replace(settings, embedding_dim=PAPER_SIZES[0], hidden_dim=PAPER_SIZES[1])
     if args.rounds is not None:
         if args.rounds < 1:
             parser.error("--rounds must be at least 1")
