@@ -80,7 +80,9 @@ def parse_query(query: str) -> ParsedQuery:
             code="no_blank",
         )
     if len(blanks) > 1:
-        shown = ", ".join(repr(b.group()) for b in blanks)
+        shown = ", ".join(repr(b.group()) for b in blanks[:3]) + (
+            ", ..." if len(blanks) > 3 else ""
+        )
         raise UserError(
             f"the query {_short(query)!r} has {len(blanks)} blanks ({shown}); a cloze query "
             "has exactly one",
