@@ -102,6 +102,9 @@ def main(argv: list[str]) -> int:
     pool = _pool(args, reader)
     try:
         app = create_app(reader, data=args.data, max_bytes=args.max_bytes, pool=pool)
+        if pool.kind == "process":
+            print(f"starting {args.workers} answering worker processes", file=sys.stderr)
+            pool.start()  # each loads the reader
         if args.host not in LOCAL_HOSTS:
             print(
                 f"warning: serving on {args.host}: anyone who can reach this machine can use "
@@ -137,7 +140,7 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _pool(args: argparse.Namespace, reader: Reader) -> AnswerPool:
-    """The answering pool, started: every worker has loaded its reader."""
+    """The answering pool (a process pool's workers start with ``AnswerPool.start``)."""
     from attentive_reader.serve.pool import AnswerPool, ReaderSource
 
     if args.pool == "thread":
@@ -146,13 +149,6 @@ def _pool(args: argparse.Namespace, reader: Reader) -> AnswerPool:
         torch.set_num_threads(1)  # one question at a time: more threads only wait (see docs)
         return AnswerPool.threads(reader, queue=args.queue, timeout=args.timeout)
     source = ReaderSource(str(args.ckpt), args.spacy_model, args.device)
-    pool = AnswerPool.processes(
+    return AnswerPool.processes(
         source, workers=args.workers, queue=args.queue, timeout=args.timeout
     )
-    print(f"starting {args.workers} answering worker processes", file=sys.stderr)
-    try:
-        pool.start()
-    except BaseException:
-        pool.close()
-        raise
-    return pool

@@ -237,14 +237,15 @@ class AnswerPool:
         seen: set[int] = set()
         deadline = time.monotonic() + seconds
         while len(seen) < self.workers:
-            if time.monotonic() > deadline:
+            try:
+                futures = [self._executor.submit(_ready, 0.2) for _ in range(self.workers)]
+                for future in futures:
+                    seen.add(future.result(timeout=max(0.0, deadline - time.monotonic())))
+            except TimeoutError:
                 raise UserError(
                     f"{self.workers - len(seen)} of {self.workers} answering workers did not "
                     f"load the reader within {seconds:g} s"
-                )
-            try:
-                futures = [self._executor.submit(_ready, 0.2) for _ in range(self.workers)]
-                seen.update(future.result() for future in futures)
+                ) from None
             except BrokenExecutor as error:
                 raise UserError(
                     f"an answering worker stopped while loading the reader ({error}); its "
