@@ -5,6 +5,8 @@ headers (404, 405 and 500 included)."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -218,3 +220,38 @@ def test_every_response_carries_the_security_headers(client, reader, caplog):
         "message": "the server failed on this request; its log says why",
     }
     assert seen == {200, 400, 404, 405, 413, 415, 500}
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "answering.md"
+
+
+def test_the_docs_list_every_error_code():
+    import attentive_reader
+    from attentive_reader.serve.app import _STATUS_CODES
+
+    documented = re.findall(r"^\| (\d{3}) \| `(\w+)` \|", DOCS.read_text(encoding="utf-8"), re.M)
+    assert len(documented) == len(set(documented))
+    package = Path(attentive_reader.__file__).parent
+    source = "\n".join(p.read_text(encoding="utf-8") for p in package.rglob("*.py"))
+    raised = set(re.findall(r'code="(\w+)"', source))  # a reader's UserError
+    raised |= set(re.findall(r'Problem\(\s*\d{3},\s*"(\w+)"', source))  # the server's
+    raised |= set(re.findall(r'_bad\(\s*"(\w+)"', source))  # the JSON API's checks
+    raised |= set(_STATUS_CODES.values()) | {"too_large"}
+    assert {code for _, code in documented} == raised
+
+
+def test_the_docs_python_client_asks_a_real_server(reader):
+    from attentive_reader.serve.app import create_app
+    from tests.serve.live import running
+
+    text = DOCS.read_text(encoding="utf-8")
+    example = text.split("**A client in Python**")[1].split("```python\n")[1].split("```")[0]
+    definitions, _, use = example.partition("\nanswer = ask(")
+    assert "open(" in use  # the example reads an article file; here the test's article
+    namespace: dict = {}
+    exec(definitions, namespace)  # the docs' own code
+    with running(create_app(reader)) as url:
+        answer = namespace["ask"](ARTICLE, QUERY, server=url)
+        assert answer == json.loads(json.dumps(reader.answer(ARTICLE, QUERY).to_json(3)))
+        with pytest.raises(RuntimeError, match="^no_blank: the query 'x' has no blank"):
+            namespace["ask"](ARTICLE, "x", server=url)
