@@ -378,7 +378,8 @@ class Reader:
             raise UserError(
                 f"the document has {len(example.candidates)} entities but the reader "
                 f"{self.path} answers over {self.vocab.num_entities} entity ids; shorten the "
-                "document or train with a larger --data.num_entities"
+                "document or train with a larger --data.num_entities",
+                code="too_many_entities",
             ) from None
         cap = self.max_encoded_tokens
         truncated = cap is not None and len(context) > cap

@@ -66,20 +66,27 @@ def parse_query(query: str) -> ParsedQuery:
         UserError: no blank, more than one, or an empty query.
     """
     if not isinstance(query, str) or not query.strip():
-        raise UserError("the query is empty: write a sentence with one blank (@placeholder)")
+        raise UserError(
+            "the query is empty: write a sentence with one blank (@placeholder)",
+            code="empty_query",
+        )
     if "\x00" in query:
-        raise UserError("the query holds a NUL character; remove it")
+        raise UserError("the query holds a NUL character; remove it", code="nul_character")
     blanks = list(BLANK.finditer(query))
     if not blanks:
         raise UserError(
             f"the query {_short(query)!r} has no blank: write @placeholder (or ___ or XXX) "
-            "where the answer goes"
+            "where the answer goes",
+            code="no_blank",
         )
     if len(blanks) > 1:
-        shown = ", ".join(repr(b.group()) for b in blanks)
+        shown = ", ".join(repr(b.group()) for b in blanks[:3]) + (
+            ", ..." if len(blanks) > 3 else ""
+        )
         raise UserError(
             f"the query {_short(query)!r} has {len(blanks)} blanks ({shown}); a cloze query "
-            "has exactly one"
+            "has exactly one",
+            code="many_blanks",
         )
     blank = blanks[0]
     return ParsedQuery(query, query[: blank.start()], query[blank.end() :])
@@ -93,12 +100,12 @@ def document_text(document: str) -> str:
             highlights.
     """
     if not isinstance(document, str) or not document.strip():
-        raise UserError("the document is empty: give the article's text")
+        raise UserError("the document is empty: give the article's text", code="empty_document")
     if re.search(r"^\s*@highlight\s*$", document, flags=re.MULTILINE):
         # parse_story wants highlight text after the markers; they are dropped anyway.
         story = parse_story(document + "\n@highlight\nx", story_id="document", source="document")
         if isinstance(story, Skip):
-            raise UserError(f"the document is a .story text with {story.detail}")
+            raise UserError(f"the document is a .story text with {story.detail}", code="bad_story")
         return story.article
     return document
 
@@ -154,7 +161,8 @@ def cloze_example(
         raise UserError(
             "the document has no entity (no name labelled "
             f"{', '.join(options.labels)} by the NER pipeline); a reader answers "
-            "with one of the document's entities"
+            "with one of the document's entities",
+            code="no_entity",
         )
     # A second highlight that surely names an entity, in case the query names none:
     # its example gives the context, candidates and entity map.
@@ -169,7 +177,7 @@ def cloze_example(
         made = make_examples(story, article_doc, [query_doc, probe], options)
         if isinstance(made, Skip):
             if made.reason == "no_entities":
-                raise UserError(f"the document has no entity: {made.detail}")
+                raise UserError(f"the document has no entity: {made.detail}", code="no_entity")
             continue
         from_query = [e for e in made if e.id.startswith(f"{key}_0_")]
         if from_query:
@@ -201,7 +209,10 @@ def cloze_example(
             candidates=made[0].candidates,
             entities={m: n for m, n in entities.items() if m in context or m in query},
         )
-    raise UserError("the document's entities could not be matched again; please report it")
+    raise UserError(
+        "the document's entities could not be matched again; please report it",
+        code="unmatched_entities",
+    )
 
 
 def _query_doc(nlp: Language, parsed: ParsedQuery) -> Doc:

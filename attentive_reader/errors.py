@@ -6,4 +6,14 @@ traceback. Messages say what was wrong, where (file, line, example id) and what 
 
 
 class UserError(Exception):
-    """A problem with the user's input or options, reported without a traceback."""
+    """A problem with the user's input or options, reported without a traceback.
+
+    Args:
+        message: what was wrong, where, and what to do.
+        code: a stable short name for the kind of problem, for programs (the ``error``
+            field of ``attentive-reader serve``'s JSON API, e.g. ``no_blank``).
+    """
+
+    def __init__(self, message: str = "", *, code: str = "bad_input") -> None:
+        super().__init__(message)
+        self.code = code  # pickled with the instance's __dict__ (a worker process's error)

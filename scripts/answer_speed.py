@@ -63,7 +63,11 @@ def untrained_checkpoint(config: Path, words: int, spacy_model: str, out: Path) 
     module, _, name = model_config["class_path"].rpartition(".")
     reader_class = getattr(importlib.import_module(module), name)
     vocab = Vocabulary([f"w{i}" for i in range(words)], num_entities=600)
-    reader = reader_class(len(vocab), vocab.num_entities, **model_config.get("init_args", {}))
+    reader = reader_class(
+        vocab_size=len(vocab),
+        num_entities=vocab.num_entities,
+        **model_config.get("init_args", {}),
+    )
     checkpoint = {
         "state_dict": reader.state_dict(),
         "hyper_parameters": dict(reader.hparams),

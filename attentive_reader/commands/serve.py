@@ -2,16 +2,26 @@
 
 Paste an article and a query, see the ranked answers and the attention heatmap (real names
 or markers); with ``--data DIR`` the examples of a processed dataset can be browsed too.
-The page is built by ``attentive_reader.serve.app.create_app`` and served by uvicorn on
-``127.0.0.1`` unless ``--host`` says otherwise.
+A JSON API answers programs beside it (``/api/answer``, ``/api/answer_many``,
+``/api/health``). Questions are answered off the event loop by ``--workers`` processes, each
+with its own reader (``--pool thread``: one thread sharing the loaded one); ``--queue`` more
+may wait (then 503 with ``Retry-After``), and ``--timeout`` limits each (504). The page is
+built by ``attentive_reader.serve.app.create_app`` and served by uvicorn on ``127.0.0.1``
+unless ``--host`` says otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from attentive_reader.errors import UserError
+from attentive_reader.serve.pool import DEFAULT_QUEUE, DEFAULT_TIMEOUT, cores
+
+if TYPE_CHECKING:
+    from attentive_reader.api import Reader
+    from attentive_reader.serve.pool import AnswerPool
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -37,6 +47,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest request accepted, in bytes (default 1000000)",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        help=f"questions answered at a time, one process each (default: the cores, {cores()})",
+    )
+    parser.add_argument(
+        "--queue",
+        type=int,
+        default=DEFAULT_QUEUE,
+        help="questions that may wait for a worker; one more gets 503 with Retry-After "
+        f"(default {DEFAULT_QUEUE})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="time limit of a question from its arrival (504 past it) and of receiving a "
+        f"request (408) (default {DEFAULT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--pool",
+        choices=("process", "thread"),
+        default="process",
+        help="process (default): each worker loads its own reader and uses a core; thread: "
+        "one thread answers with the loaded reader (less memory, one question at a time)",
+    )
+    parser.add_argument(
         "--spacy-model", metavar="NAME", help="spaCy pipeline instead of the recorded one"
     )
     parser.add_argument(
@@ -50,10 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    if not 0 < args.port < 65536:
-        raise UserError(f"--port must be in 1..65535, got {args.port}")
-    if args.max_bytes < 1:
-        raise UserError(f"--max-bytes must be positive, got {args.max_bytes}")
+    _check(args)
     try:
         import uvicorn
 
@@ -70,13 +104,56 @@ def main(argv: list[str]) -> int:
         device=args.device,
         warn=lambda message: print(f"warning: {message}", file=sys.stderr),
     )
-    app = create_app(reader, data=args.data, max_bytes=args.max_bytes)
-    if args.host not in LOCAL_HOSTS:
-        print(
-            f"warning: serving on {args.host}: anyone who can reach this machine can use the page",
-            file=sys.stderr,
-        )
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"serving {args.ckpt} on http://{host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    pool = _pool(args, reader)
+    try:
+        app = create_app(reader, data=args.data, max_bytes=args.max_bytes, pool=pool)
+        if pool.kind == "process":
+            print(f"starting {args.workers} answering worker processes", file=sys.stderr)
+            pool.start()  # each loads the reader
+        if args.host not in LOCAL_HOSTS:
+            print(
+                f"warning: serving on {args.host}: anyone who can reach this machine can use "
+                "the page",
+                file=sys.stderr,
+            )
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        print(f"serving {args.ckpt} on http://{host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    finally:
+        pool.close()
     return 0
+
+
+def _check(args: argparse.Namespace) -> None:
+    if not 0 < args.port < 65536:
+        raise UserError(f"--port must be in 1..65535, got {args.port}")
+    if args.max_bytes < 1:
+        raise UserError(f"--max-bytes must be positive, got {args.max_bytes}")
+    if args.workers is None:
+        args.workers = 1 if args.pool == "thread" else cores()
+    if args.workers < 1:
+        raise UserError(f"--workers must be positive, got {args.workers}")
+    if args.queue < 0:
+        raise UserError(f"--queue must be zero or more, got {args.queue}")
+    if not 0 < args.timeout < float("inf"):
+        raise UserError(f"--timeout must be positive, got {args.timeout:g}")
+    if args.pool == "thread" and args.workers > 1:
+        raise UserError(
+            f"--pool thread answers on one thread (spaCy's pipeline is not shared across "
+            f"threads); drop --workers {args.workers} or use --pool process"
+        )
+
+
+def _pool(args: argparse.Namespace, reader: Reader) -> AnswerPool:
+    """The answering pool (a process pool's workers start with ``AnswerPool.start``)."""
+    from attentive_reader.serve.pool import AnswerPool, ReaderSource
+
+    if args.pool == "thread":
+        import torch
+
+        torch.set_num_threads(1)  # one question at a time: more threads only wait (see docs)
+        return AnswerPool.threads(reader, queue=args.queue, timeout=args.timeout)
+    source = ReaderSource(str(args.ckpt), args.spacy_model, args.device)
+    return AnswerPool.processes(
+        source, workers=args.workers, queue=args.queue, timeout=args.timeout
+    )

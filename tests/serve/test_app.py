@@ -99,3 +99,12 @@ def test_serve_command_options(trained, capsys):
     assert "--port must be in 1..65535" in capsys.readouterr().err
     assert cli(["serve", "--ckpt", str(trained.ckpt), "--data", str(trained.corpus)]) == 2
     assert "not a processed dataset" in capsys.readouterr().err
+    for options, message in [
+        (["--workers", "0"], "--workers must be positive, got 0"),
+        (["--queue", "-1"], "--queue must be zero or more, got -1"),
+        (["--timeout", "0"], "--timeout must be positive, got 0"),
+        (["--timeout", "inf"], "--timeout must be positive, got inf"),
+        (["--pool", "thread", "--workers", "2"], "--pool thread answers on one thread"),
+    ]:
+        assert cli(["serve", "--ckpt", str(trained.ckpt), *options]) == 2
+        assert message in capsys.readouterr().err

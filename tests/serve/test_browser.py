@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.serve.live import running
 from tests.trained_reader import shared_tiny_reader
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -36,35 +34,15 @@ ARTICLE = (
 QUERY = "@placeholder signed a deal with Alderton Pharmaceuticals in Lisbon"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import uvicorn
-
     from attentive_reader import Reader
     from attentive_reader.serve.app import create_app
 
     trained = shared_tiny_reader(tmp_path_factory)
     reader = Reader.load(trained.ckpt)
-    port = _free_port()
-    config = uvicorn.Config(
-        create_app(reader, data=trained.data), host="127.0.0.1", port=port, log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", reader
-    server.should_exit = True
-    thread.join(timeout=10)
+    with running(create_app(reader, data=trained.data)) as url:
+        yield url, reader
 
 
 @pytest.fixture

@@ -1,0 +1,32 @@
+"""What ``attentive-reader serve`` tells about its reader: the page header and the health check.
+
+One description for both (``model_info``), so a fact added here shows in both places. It
+names the checkpoint's file only, never the server's folders.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attentive_reader import __version__
+from attentive_reader.corpus.pipeline import pipeline_info
+
+if TYPE_CHECKING:
+    from attentive_reader.api import Reader
+
+
+def model_info(reader: Reader) -> dict[str, Any]:
+    """The served reader: ``model`` (the checkpoint's file name), ``reader`` (its class),
+    ``provenance`` (what it was trained on, without folders: ``models/provenance.py``),
+    ``caution`` (the one-line warning about that, or ``None``), ``pipeline`` (the spaCy
+    pipeline's name and version), ``version`` (the toolkit's)."""
+    pipeline = pipeline_info(reader.nlp)
+    return {
+        "model": Path(reader.path).name,
+        "reader": type(reader.model).__name__,
+        "provenance": reader.provenance.describe(folder=False),
+        "caution": reader.provenance.warning(),
+        "pipeline": {"name": pipeline["name"], "version": pipeline["version"]},
+        "version": __version__,
+    }
