@@ -304,8 +304,9 @@ def _print_summary(summary: dict, console: Console) -> None:
     console.print(
         "\nGo further:\n"
         f"  attentive-reader demo --reader impatient_reader --out-dir {out.parent / 'impatient'}\n"
-        "  attentive-reader preprocess cnn/stories --url-lists url_lists --output data/cnn "
-        "--num-proc 8\n"
-        "  attentive-reader fit --config configs/attentive_reader.yaml --data.path data/cnn\n"
-        "  attentive-reader evaluate --ckpt CKPT --data data/cnn --split test --out report.json"
+        "  attentive-reader download cnn --dest corpora    # DeepMind's CNN questions\n"
+        "  attentive-reader preprocess corpora/cnn.tgz --output data/cnn\n"
+        "  attentive-reader fit --config configs/attentive_reader_paper.yaml --data.path data/cnn\n"
+        "  attentive-reader evaluate --ckpt CKPT --data data/cnn --split test --out report.json\n"
+        "  (the whole path to the paper's table: docs/reproduce.md)"
     )
