@@ -886,7 +886,7 @@ def cpu_model() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes (under 2 minutes)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (a few minutes)")
     parser.add_argument(
         "--threads",
         type=int,
