@@ -56,7 +56,7 @@ def test_extras_are_carried_and_moved_to_the_cpu():
     batch = random_batch(num_examples=3, vocab_size=VOCAB, num_entities=ENTITIES)
     with torch.no_grad():
         prediction = reader.eval().predict_step(batch, 0)
-    hops = prediction.extras["hop_attention"]
+    hops = prediction.extras.hop_attention
     assert hops.device.type == "cpu" and hops.dtype == torch.float32
     assert hops.shape == (3, 1, batch.context.shape[1], batch.query.shape[1])  # (b, K-1, n, m)
     assert torch.equal(prediction.query_lengths, batch.query_mask.sum(-1))
