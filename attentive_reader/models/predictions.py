@@ -70,6 +70,31 @@ class Prediction:
         """(K - 1, n, m) each gated hop's query attention (Gated-Attention Reader), or None."""
         return self.extras.hop_attention if isinstance(self.extras, GatedExtras) else None
 
+    def weights(self, n: int, m: int) -> tuple[float, ...] | tuple[tuple[float, ...], ...] | None:
+        """The attention as plain numbers over the first ``n`` context tokens: (n,), or
+        (m, n) for one row per query token (the first ``m``); ``None`` without attention."""
+        if self.attention is None:
+            return None
+        if self.attention.dim() == 1:
+            return tuple(float(w) for w in self.attention[:n].tolist())
+        return tuple(tuple(float(w) for w in row[:n]) for row in self.attention[:m].tolist())
+
+    def hops(self, n: int, m: int) -> tuple[tuple[tuple[float, ...], ...], ...] | None:
+        """``hop_attention`` as plain numbers, (K - 1, n, m) cut to ``n`` and ``m``, or None."""
+        if self.hop_attention is None:
+            return None
+        return tuple(
+            tuple(tuple(float(w) for w in r[:m]) for r in hop[:n])
+            for hop in self.hop_attention.tolist()
+        )
+
+    def selected_positions(self, n: int) -> tuple[int, ...]:
+        """The distinct context positions below ``n`` a hard-attention reader selected, in
+        order (its empty slots, ``-1``, left out); empty for other readers."""
+        if self.selected is None:
+            return ()
+        return tuple(sorted({int(p) for p in self.selected.tolist() if 0 <= p < n}))
+
 
 @dataclass  # not frozen: Lightning's predict loop moves collections (apply_to_collection)
 class BatchPrediction:
