@@ -113,7 +113,7 @@ class _GlimpseReader(PairReader):
                 ("output", "tied"),
                 " with glimpse_readout='flatten' (it has no weights over tokens; use 'attend')",
             )
-        self.readout = build_readout(readout, states, answer_layer)
+        self.readout = build_readout(readout, states, self.answer)
 
     def look(
         self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor
