@@ -62,8 +62,9 @@ from attentive_reader.errors import UserError
 from attentive_reader.eval.inference import DeviceName, resolve_device
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.loading import read_checkpoint, reader_from_checkpoint
+from attentive_reader.models.predictions import Prediction
 from attentive_reader.models.provenance import Provenance
-from attentive_reader.viz.heatmap import HeatmapExample, heatmap_examples
+from attentive_reader.viz.heatmap import HeatmapExample
 
 OnError = Literal["raise", "return"]
 
@@ -407,48 +408,46 @@ class Reader:
         )
         with torch.inference_mode():
             output = self.model.predict_step(batch, 0)
-        rows = {item.example.id: item.example for item in items}
-        pages = heatmap_examples(output, rows)
-        answers = []
-        for item, page in zip(items, pages):
-            example = item.example
-            ranked = sorted(
-                example.candidates,
-                key=lambda m: (-page.probabilities[m], example.candidates.index(m)),
-            )
-            candidates = tuple(
-                Candidate(m, example.entities.get(m, m), page.probabilities[m]) for m in ranked
-            )
-            name = candidates[0].name
-            if item.filled is not None:
-                query, filled = item.filled.text, item.filled.filled(name)
-            else:  # a stored example: its query with real names
-                query = " ".join(example.entities.get(t, t) for t in example.query)
-                filled = " ".join(
-                    name if t == PLACEHOLDER else example.entities.get(t, t) for t in example.query
-                )
-            notices = item.notices
-            if page.truncated:
-                notices += (
-                    f"the anonymized document has {len(example.context)} tokens: the reader "
-                    f"read its first {len(page.context)} (its training cap)",
-                )
-            answers.append(
-                Answer(
-                    id="document" if item.filled is not None else example.id,
-                    query=query,
-                    filled=filled,
-                    candidates=candidates,
-                    context=page.context,
-                    question=page.query,
-                    entities=dict(example.entities),
-                    attention=page.attention,
-                    selected=page.selected,
-                    context_length=len(example.context),
-                    notices=notices,
-                )
-            )
-        return answers
+        return [_answer(item, record) for item, record in zip(items, output.records())]
+
+
+def _answer(item: _Prepared, record: Prediction) -> Answer:
+    """The answer of one prepared question from the reader's prediction record."""
+    example = item.example
+    n = min(record.context_length, len(example.context))
+    m = min(record.query_length, len(example.query))
+    probabilities = {c: float(record.probs[entity_index(c)]) for c in example.candidates}
+    ranked = sorted(
+        example.candidates, key=lambda c: (-probabilities[c], example.candidates.index(c))
+    )
+    candidates = tuple(Candidate(c, example.entities.get(c, c), probabilities[c]) for c in ranked)
+    name = candidates[0].name
+    if item.filled is not None:
+        query, filled = item.filled.text, item.filled.filled(name)
+    else:  # a stored example: its query with real names
+        query = " ".join(example.entities.get(t, t) for t in example.query)
+        filled = " ".join(
+            name if t == PLACEHOLDER else example.entities.get(t, t) for t in example.query
+        )
+    notices = item.notices
+    if n < len(example.context):
+        notices += (
+            f"the anonymized document has {len(example.context)} tokens: the reader "
+            f"read its first {n} (its training cap)",
+        )
+    return Answer(
+        id="document" if item.filled is not None else example.id,
+        query=query,
+        filled=filled,
+        candidates=candidates,
+        context=tuple(example.context[:n]),
+        question=tuple(example.query[:m]),
+        entities=dict(example.entities),
+        attention=record.weights(n, m),
+        selected=record.selected_positions(n),
+        context_length=len(example.context),
+        notices=notices,
+    )
 
 
 def _cloze_options(pipeline: dict | None) -> ClozeOptions:

@@ -93,7 +93,7 @@ def _chunk(rng, split, start, count, shape, zipf, dictionary):
     import pyarrow as pa
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from benchmark import sample_lengths
+    from bench.data import sample_lengths
 
     k = shape.entities_per_example
     words, placeholder = shape.num_words, shape.num_words + shape.num_entities

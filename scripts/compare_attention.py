@@ -99,7 +99,7 @@ def tokens_read(reader: ClozeReader, family: str, data: ClozeDataModule) -> tupl
             elif family == "hard":
                 per_example = (output.selected >= 0).sum(1).float()  # (b,)
             else:
-                per_example = output.extras["tokens_read"].float()  # (b,)
+                per_example = output.extras.tokens_read.float()  # (b,)
             read += float(per_example.sum())
             length += float(lengths.sum())
             count += len(batch)

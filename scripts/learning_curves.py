@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 import torch
-from benchmark import cpu_model  # scripts/ is on sys.path when a script runs
+from bench.report import cpu_model  # scripts/ is on sys.path when a script runs
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"

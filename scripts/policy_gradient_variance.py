@@ -62,21 +62,21 @@ def measure(
     with torch.no_grad():
         for _ in range(ema_warmup):
             output = model(batch)
-            ema.update(model.rewards(output.extras["sample_logits"], batch.answer)[0])
+            ema.update(model.rewards(output.extras.sample_logits, batch.answer)[0])
     total = {name: torch.zeros(sum(p.numel() for p in params)) for name in BASELINES}
     square = {name: torch.zeros_like(total[name]) for name in BASELINES}
     rewards = []
     for _ in range(repeats):
         output = model(batch)
-        reward, _ = model.rewards(output.extras["sample_logits"], batch.answer)  # (b, s)
+        reward, _ = model.rewards(output.extras.sample_logits, batch.answer)  # (b, s)
         baselines = {
             "none": torch.zeros(()),
             "ema": ema(),
-            "learned": output.extras["value"].detach().unsqueeze(1),  # (b, 1)
+            "learned": output.extras.value.detach().unsqueeze(1),  # (b, 1)
             "leave_one_out": leave_one_out_baseline(reward),  # (b, s)
         }
         for name, baseline in baselines.items():
-            loss = reinforce_loss(output.extras["policy_log_prob"], reward, baseline)
+            loss = reinforce_loss(output.extras.policy_log_prob, reward, baseline)
             grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
             flat = torch.cat(
                 [

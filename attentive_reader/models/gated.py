@@ -10,7 +10,7 @@ from torch import Tensor, nn
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.base import ClozeReader
-from attentive_reader.models.output import ReaderOutput
+from attentive_reader.models.output import GatedExtras, ReaderOutput
 from attentive_reader.models.parts import check_choice, check_dropout
 from attentive_reader.nn.answer import AnswerLayerName
 from attentive_reader.nn.encoders import SequenceEncoder
@@ -145,8 +145,8 @@ class GatedAttentionReader(ClozeReader):
 
         Returns:
             ``ReaderOutput`` with ``logits`` (b, e), ``attention`` (b, n) the final document
-            attention, and ``extras["hop_attention"]`` (b, K - 1, n, m), the query attention
-            of each gated hop.
+            attention, and ``extras`` (``GatedExtras``) holding ``hop_attention``
+            (b, K - 1, n, m), the query attention of each gated hop.
         """
         x, y = self.embed(batch, self.dropout)  # (b, n, d'), (b, m, d')
         hop_attention = []
@@ -164,12 +164,12 @@ class GatedAttentionReader(ClozeReader):
         scores = torch.bmm(d, u.unsqueeze(-1)).squeeze(-1)  # (b, n)
         s = masked_softmax(scores, batch.context_mask)  # (b, n)
         b, n, m = d.shape[0], d.shape[1], q.shape[1]
-        extras = {
-            "hop_attention": torch.stack(hop_attention, dim=1)  # (b, K - 1, n, m)
+        extras = GatedExtras(
+            torch.stack(hop_attention, dim=1)  # (b, K - 1, n, m)
             if hop_attention
             else d.new_zeros(b, 0, n, m)
-        }
-        if self.answer_layer == "pointer":
+        )
+        if self.answer.reads_tokens:
             logits = self.answer_scores(batch, token_scores=scores)  # (b, e)
             return ReaderOutput(logits=logits, attention=s, extras=extras)
         g = torch.bmm(s.unsqueeze(1), d).squeeze(1)  # (b, 2h)

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
-from attentive_reader.models.output import ReaderOutput
+from attentive_reader.models.output import GlimpseExtras, ReaderOutput
 from attentive_reader.models.parts import (
     PairReader,
     ReadoutName,
@@ -113,7 +113,7 @@ class _GlimpseReader(PairReader):
                 ("output", "tied"),
                 " with glimpse_readout='flatten' (it has no weights over tokens; use 'attend')",
             )
-        self.readout = build_readout(readout, states, answer_layer)
+        self.readout = build_readout(readout, states, self.answer)
 
     def look(
         self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor
@@ -183,11 +183,13 @@ class _GlimpseReader(PairReader):
         else:
             g = self.readout(r, u)  # (b, 2h)
             logits = self.answer_scores(batch, g=g, weights=token_weights)  # (b, e)
-        extras = {key: torch.stack(values, dim=1) for key, values in per_glimpse.items()}
-        extras["glimpse_attention"] = torch.stack(
-            [position_weights(w, mask) for w in all_weights], dim=1
-        )  # (b, K, n)
-        extras["tokens_read"] = read.sum(-1)  # (b,)
+        extras = GlimpseExtras(
+            glimpse_attention=torch.stack(
+                [position_weights(w, mask) for w in all_weights], dim=1
+            ),  # (b, K, n)
+            tokens_read=read.sum(-1),  # (b,)
+            **{key: torch.stack(values, dim=1) for key, values in per_glimpse.items()},
+        )
         return ReaderOutput(logits=logits, attention=position_weights(filters, mask), extras=extras)
 
     def _combine(self, glimpse: Tensor, u: Tensor) -> tuple[Tensor, Tensor | None]:

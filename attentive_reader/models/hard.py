@@ -16,8 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
-from attentive_reader.data.vocab import Vocabulary
-from attentive_reader.models.output import ReaderOutput
+from attentive_reader.models.output import HardExtras, ReaderOutput
 from attentive_reader.models.parts import (
     PairReader,
     Readout,
@@ -25,7 +24,7 @@ from attentive_reader.models.parts import (
     check_choice,
     check_positive,
 )
-from attentive_reader.nn.answer import AnswerLayerName, pointer_scores, token_entities
+from attentive_reader.nn.answer import AnswerLayerName, pointer_scores
 from attentive_reader.nn.attention import ScorerName, build_scorer
 from attentive_reader.nn.masking import masked_log_softmax, masked_softmax
 from attentive_reader.nn.reinforce import (
@@ -71,7 +70,7 @@ class HardAttentionReader(PairReader):
     ``forward`` returns ``ReaderOutput(logits, attention=pi (b, n), selected=(b, k))``;
     ``selected`` holds the positions read (the first sample's when several are drawn), and
     ``-1`` in slots left empty because the context has fewer than k tokens (without
-    replacement). ``extras`` holds ``policy_log_prob`` (b, s), ``sample_logits`` (b, s, e),
+    replacement). ``extras`` (``HardExtras``) holds ``policy_log_prob`` (b, s), ``sample_logits`` (b, s, e),
     ``samples_selected`` (b, s, k), ``entropy`` (b,) and, for the learned baseline,
     ``value`` (b,).
 
@@ -220,10 +219,12 @@ class HardAttentionReader(PairReader):
         r = torch.bmm(weights, y_d).flatten(0, 1)  # (b*s, 2h): the mean of the chosen states
         flat_u = u.repeat_interleave(samples, dim=0)  # (b*s, 2h)
         candidates = batch.candidates.repeat_interleave(samples, dim=0)  # (b*s, e)
-        read = self.read_embeddings(batch, weights)  # (b, s, d) | None: the chosen embeddings
+        context = self.answer_context(batch)
+        read = self.answer.read(context, weights)  # (b, s, d) | None: the chosen embeddings
         read = None if read is None else read.flatten(0, 1)  # (b*s, d)
         g = self.readout(r, flat_u)  # (b*s, 2h)
-        sample_logits = self.answer_from_vector(g, candidates, read)  # (b*s, e)
+        sample_scores = self.answer.score(context, g=g, read=read)  # (b*s, e)
+        sample_logits = self.answer_logits(sample_scores, candidates)  # (b*s, e)
         sample_logits = sample_logits.view(b, samples, -1)  # (b, s, e)
         if samples == 1:
             logits = sample_logits[:, 0]  # (b, e)
@@ -232,18 +233,20 @@ class HardAttentionReader(PairReader):
             logits = self.answer_logits(log_mean, batch.candidates)  # (b, e)
 
         positions = chosen.positions.masked_fill(~chosen.valid, -1).view(b, samples, self.k)
-        extras: dict[str, Tensor] = {
-            "policy_log_prob": chosen.log_prob.view(b, samples),  # (b, s)
-            "sample_logits": sample_logits,  # (b, s, e)
-            "samples_selected": positions,  # (b, s, k)
-            "entropy": policy_entropy(log_policy, mask),  # (b,)
-            "policy_scores": scores,  # (b, n) the policy's unnormalised log-weights
-        }
+        value = None
         if self.value_head is not None:
             lengths = mask.sum(1, keepdim=True).clamp_min(1).to(y_d.dtype)  # (b, 1)
             mean_state = y_d.sum(1) / lengths  # (b, 2h); y_d is 0 on padding
             features = torch.cat([u, mean_state], dim=-1).detach()  # (b, 4h)
-            extras["value"] = self.value_head(features).squeeze(-1).float()  # (b,)
+            value = self.value_head(features).squeeze(-1).float()  # (b,)
+        extras = HardExtras(
+            policy_log_prob=chosen.log_prob.view(b, samples),  # (b, s)
+            sample_logits=sample_logits,  # (b, s, e)
+            samples_selected=positions,  # (b, s, k)
+            entropy=policy_entropy(log_policy, mask),  # (b,)
+            policy_scores=scores,  # (b, n) the policy's unnormalised log-weights
+            value=value,
+        )
         return ReaderOutput(
             logits=logits, attention=policy, selected=positions[:, 0], extras=extras
         )
@@ -268,7 +271,8 @@ class HardAttentionReader(PairReader):
         """
         output = self(batch)
         extras = output.extras
-        reward, nll = self.rewards(extras["sample_logits"], batch.answer)  # (b, s), (b, s)
+        assert isinstance(extras, HardExtras)
+        reward, nll = self.rewards(extras.sample_logits, batch.answer)  # (b, s), (b, s)
         ce = nll.mean()
         loss = ce
         size = len(batch)
@@ -276,17 +280,9 @@ class HardAttentionReader(PairReader):
         if self.policy_supervision > 0:
             # -log P(a selection lands on the answer's mention | it lands on an entity): the
             # attention-sum likelihood of the policy, the exact gradient for k = 1.
+            entities = self.answer_context(batch).entities()  # (b, n)
             landing = self.answer_logits(
-                pointer_scores(
-                    extras["policy_scores"],
-                    token_entities(
-                        batch.context,
-                        batch.context_mask,
-                        Vocabulary.entity_offset,
-                        self.num_entities,
-                    ),
-                    self.num_entities,
-                ),
+                pointer_scores(extras.policy_scores, entities, self.num_entities),
                 batch.candidates,
             )  # (b, e)
             supervision = F.cross_entropy(landing, batch.answer)
@@ -295,10 +291,10 @@ class HardAttentionReader(PairReader):
 
         if self.selection == "reinforce":
             baseline = self._baseline(reward, extras)  # broadcastable to (b, s)
-            loss = loss + reinforce_loss(extras["policy_log_prob"], reward, baseline)
+            loss = loss + reinforce_loss(extras.policy_log_prob, reward, baseline)
             advantage = reward - baseline
-            if "value" in extras:
-                value_loss = (extras["value"].unsqueeze(1) - reward).pow(2).mean()
+            if extras.value is not None:
+                value_loss = (extras.value.unsqueeze(1) - reward).pow(2).mean()
                 loss = loss + self.value_weight * value_loss
                 logged["value_loss"] = value_loss.detach()
             logged |= {
@@ -307,17 +303,20 @@ class HardAttentionReader(PairReader):
                 "advantage_var": advantage.var(unbiased=False),
             }
 
-        entropy = extras["entropy"].mean()
+        entropy = extras.entropy.mean()
         weight = self.entropy_schedule(self.global_step)
         if weight > 0:
             loss = loss - weight * entropy
         logged |= {"entropy": entropy.detach(), "entropy_weight": weight}
 
         self.train_acc.update(output.logits.float().argmax(-1), batch.answer)
-        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=size)
-        self.log("train_acc", self.train_acc, on_epoch=True, prog_bar=True, batch_size=size)
-        for name, value in logged.items():
-            self.log(f"train_{name}", value, on_step=True, on_epoch=False, batch_size=size)
+        # Synced across processes, as ClozeReader's own step logs (the accuracy through its
+        # metric object's counts).
+        shared = {"prog_bar": True, "sync_dist": True, "batch_size": size}
+        self.log("train_loss", loss, on_step=True, on_epoch=True, **shared)
+        self.log("train_acc", self.train_acc, on_epoch=True, **shared)
+        logged = {f"train_{name}": value for name, value in logged.items()}
+        self.log_dict(logged, on_step=True, on_epoch=False, sync_dist=True, batch_size=size)
         return loss
 
     def rewards(self, sample_logits: Tensor, answer: Tensor) -> tuple[Tensor, Tensor]:
@@ -343,14 +342,15 @@ class HardAttentionReader(PairReader):
             reward = (sample_logits.argmax(-1) == answer).to(nll.dtype)
         return reward, nll
 
-    def _baseline(self, reward: Tensor, extras: dict[str, Tensor]) -> Tensor:
+    def _baseline(self, reward: Tensor, extras: HardExtras) -> Tensor:
         """The configured baseline for ``reward`` (b, s), detached, broadcastable to it."""
         if self.baseline_name == "ema":
             value = self.moving_average().to(reward.dtype)  # before seeing this batch
             self.moving_average.update(reward)
             return value
         if self.baseline_name == "learned":
-            return extras["value"].detach().unsqueeze(1)  # (b, 1)
+            assert extras.value is not None  # the learned baseline has a value head
+            return extras.value.detach().unsqueeze(1)  # (b, 1)
         if self.baseline_name == "leave_one_out":
             return leave_one_out_baseline(reward)  # (b, s)
         return torch.zeros((), dtype=reward.dtype, device=reward.device)

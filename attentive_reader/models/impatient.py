@@ -77,7 +77,7 @@ class ImpatientReader(PairReader):
         self.steps_workspace = Workspace()  # the fused steps' activations, batch to batch
         self.recurrent_proj = nn.Linear(states, states, bias=False)  # W_rr
         self.build_answer_layer(answer_layer, states)
-        self.readout = build_readout("paper", states, answer_layer)  # W_rg, W_qg
+        self.readout = build_readout("paper", states, self.answer)  # W_rg, W_qg
 
     def train(self, mode: bool = True) -> ImpatientReader:
         if not mode:

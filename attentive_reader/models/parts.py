@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import ClozeReader
-from attentive_reader.nn.answer import AnswerLayerName
+from attentive_reader.nn.answer import AnswerHead
 from attentive_reader.nn.encoders import RnnName, SequenceEncoder
 
 ReadoutName = Literal["paper", "linear"]
@@ -156,8 +156,9 @@ class Readout(nn.Module):
         return r
 
 
-def build_readout(name: ReadoutName, dim: int, answer_layer: AnswerLayerName) -> Readout | None:
-    """The read-out of a reader answering with ``answer_layer``: ``None`` for ``pointer``,
-    which answers with the attention itself, no ``g`` (``name`` is checked all the same)."""
+def build_readout(name: ReadoutName, dim: int, answer: AnswerHead) -> Readout | None:
+    """The read-out of a reader answering with the head ``answer``: ``None`` for a head that
+    reads the token attention itself (``pointer``), no ``g`` (``name`` is checked all the
+    same)."""
     check_choice("readout", name, READOUTS)
-    return None if answer_layer == "pointer" else Readout(name, dim)
+    return None if answer.reads_tokens else Readout(name, dim)

@@ -7,13 +7,13 @@ read these records; nothing indexes a dictionary by string.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from attentive_reader.data.batching import ClozeBatch
-from attentive_reader.models.output import ReaderOutput
+from attentive_reader.models.output import GatedExtras, ReaderExtras, ReaderOutput
 
 
 def entity_marker_of(index: int) -> str:
@@ -36,9 +36,9 @@ class Prediction:
             ``None``.
         context_length: the number of real context tokens the reader read (``n``).
         query_length: the number of real query tokens (``m``).
-        extras: the reader's ``extras`` for this example, cut to the real lengths where the
-            name says the shape (``hop_attention``: (K - 1, n, m)); others as the reader made
-            them, padded to the batch.
+        extras: the reader's typed extras for this example (``ReaderExtras.example``: cut to
+            the real lengths where the record knows the shape, e.g. ``hop_attention``
+            (K - 1, n, m); others as the reader made them, padded to the batch), or ``None``.
     """
 
     id: str
@@ -49,7 +49,7 @@ class Prediction:
     selected: Tensor | None
     context_length: int
     query_length: int
-    extras: dict[str, Tensor] = field(default_factory=dict)
+    extras: ReaderExtras | None = None
 
     @property
     def marker(self) -> str:
@@ -68,7 +68,32 @@ class Prediction:
     @property
     def hop_attention(self) -> Tensor | None:
         """(K - 1, n, m) each gated hop's query attention (Gated-Attention Reader), or None."""
-        return self.extras.get("hop_attention")
+        return self.extras.hop_attention if isinstance(self.extras, GatedExtras) else None
+
+    def weights(self, n: int, m: int) -> tuple[float, ...] | tuple[tuple[float, ...], ...] | None:
+        """The attention as plain numbers over the first ``n`` context tokens: (n,), or
+        (m, n) for one row per query token (the first ``m``); ``None`` without attention."""
+        if self.attention is None:
+            return None
+        if self.attention.dim() == 1:
+            return tuple(float(w) for w in self.attention[:n].tolist())
+        return tuple(tuple(float(w) for w in row[:n]) for row in self.attention[:m].tolist())
+
+    def hops(self, n: int, m: int) -> tuple[tuple[tuple[float, ...], ...], ...] | None:
+        """``hop_attention`` as plain numbers, (K - 1, n, m) cut to ``n`` and ``m``, or None."""
+        if self.hop_attention is None:
+            return None
+        return tuple(
+            tuple(tuple(float(w) for w in r[:m]) for r in hop[:n])
+            for hop in self.hop_attention.tolist()
+        )
+
+    def selected_positions(self, n: int) -> tuple[int, ...]:
+        """The distinct context positions below ``n`` a hard-attention reader selected, in
+        order (its empty slots, ``-1``, left out); empty for other readers."""
+        if self.selected is None:
+            return ()
+        return tuple(sorted({int(p) for p in self.selected.tolist() if 0 <= p < n}))
 
 
 @dataclass  # not frozen: Lightning's predict loop moves collections (apply_to_collection)
@@ -85,7 +110,7 @@ class BatchPrediction:
         selected: (b, k) hard-attention positions, or ``None``.
         context_lengths: (b,) real context tokens per example.
         query_lengths: (b,) real query tokens per example.
-        extras: the reader's ``ReaderOutput.extras`` tensors, each (b, ...).
+        extras: the reader's ``ReaderOutput.extras`` (each tensor (b, ...)), or ``None``.
     """
 
     ids: list[str]
@@ -97,7 +122,7 @@ class BatchPrediction:
     selected: Tensor | None
     context_lengths: Tensor
     query_lengths: Tensor
-    extras: dict[str, Tensor] = field(default_factory=dict)
+    extras: ReaderExtras | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -113,11 +138,6 @@ class BatchPrediction:
             tensor = tensor.detach()
             return (tensor.float() if tensor.is_floating_point() else tensor).cpu()
 
-        extras = {
-            key: cpu(value)
-            for key, value in output.extras.items()
-            if isinstance(value, Tensor) and value.dim() > 0 and value.shape[0] == len(batch)
-        }
         return cls(
             ids=list(batch.ids),
             logits=logits.cpu(),
@@ -128,7 +148,7 @@ class BatchPrediction:
             selected=cpu(output.selected),
             context_lengths=batch.context_mask.sum(-1).cpu(),
             query_lengths=batch.query_mask.sum(-1).cpu(),
-            extras=extras,  # type: ignore[arg-type]
+            extras=None if output.extras is None else output.extras.map(cpu),
         )
 
     def records(self) -> list[Prediction]:
@@ -140,9 +160,7 @@ class BatchPrediction:
             if self.attention is not None:
                 weights = self.attention[i]  # (n,) or (m, n), padded
                 attention = weights[:n] if weights.dim() == 1 else weights[:m, :n]
-            extras = {key: value[i] for key, value in self.extras.items()}
-            if "hop_attention" in extras:
-                extras["hop_attention"] = extras["hop_attention"][:, :n, :m]  # (K - 1, n, m)
+            extras = None if self.extras is None else self.extras.example(i, n, m)
             out.append(
                 Prediction(
                     id=example_id,

@@ -20,14 +20,20 @@ each of the ``e`` output rows of ``W_a`` must be aligned with its own input embe
 separately, and on a small corpus each id is seen too rarely for that: the reader sits at
 chance for many epochs. The tied and pointer layers have nothing id-specific to learn.
 
-Every layer returns raw scores ``(b, e)``; the reader masks them to the candidates
+Every layer is an :class:`AnswerHead` (the interface a reader composes, as it composes a
+scorer of ``nn/attention.py``): ``score`` returns raw scores ``(b, e)`` from what the reader
+read (its vector ``g``, or its token scores for ``pointer``), and ``read`` the attention-weighted
+marker embeddings the ``tied`` head adds. The reader masks the scores to the candidates
 (``mask_logits``), so softmax probabilities sum to 1 over the candidates and are 0 elsewhere.
+:func:`build_answer_head` makes the head of a name (``ANSWER_HEADS``).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal, get_args
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar, Literal, get_args
 
 import torch
 from torch import Tensor, nn
@@ -39,7 +45,76 @@ ANSWER_LAYERS: tuple[str, ...] = get_args(AnswerLayerName)
 _ABSENT_MARGIN = 50.0
 
 
-class OutputAnswer(nn.Linear):
+@dataclass(frozen=True)
+class AnswerContext:
+    """The context as an answer head sees it (letters as above).
+
+    Attributes:
+        context: token ids (b, n).
+        mask: True on real tokens (b, n).
+        embedding: the reader's word embeddings (entity markers included); read, never owned.
+        entity_offset: token id of ``@entity0``.
+        num_entities: number of entity ids ``e``.
+    """
+
+    context: Tensor
+    mask: Tensor
+    embedding: nn.Embedding
+    entity_offset: int
+    num_entities: int
+
+    def entities(self) -> Tensor:
+        """(b, n) the entity id of every context token, ``-1`` elsewhere (``token_entities``)."""
+        return token_entities(self.context, self.mask, self.entity_offset, self.num_entities)
+
+    def entity_embeddings(self) -> Tensor:
+        """(e, d) ``E[@entity_0 .. @entity_{e-1}]``."""
+        return self.embedding.weight[self.entity_offset : self.entity_offset + self.num_entities]
+
+
+class AnswerHead(nn.Module):
+    """What every answer layer offers the reader that composes it.
+
+    A head answers either from the reader's output vector ``g`` (``reads_tokens`` False:
+    ``output``, ``tied``) or from its unnormalised token attention (``reads_tokens`` True:
+    ``pointer``); the reader gives what the head reads.
+    """
+
+    #: The name of the head in configs (``answer_layer``).
+    name: ClassVar[str]
+    #: True: the head answers from token scores, and the reader needs no read-out vector.
+    reads_tokens: ClassVar[bool] = False
+
+    def read(self, context: AnswerContext, weights: Tensor) -> Tensor | None:
+        """What the head adds from the reading's ``weights`` (b, n) or (b, s, n); ``None``
+        (only ``tied`` reads the marker embeddings)."""
+        return None
+
+    def score(
+        self,
+        context: AnswerContext,
+        g: Tensor | None = None,
+        token_scores: Tensor | None = None,
+        read: Tensor | None = None,
+    ) -> Tensor:
+        """Raw scores (b, e) over the entity ids.
+
+        Args:
+            context: the context read.
+            g: (b, g) the reader's output vector (heads with ``reads_tokens`` False).
+            token_scores: (b, n) unnormalised log-attention over the context tokens
+                (heads with ``reads_tokens`` True).
+            read: what :meth:`read` returned for the reading, or ``None``.
+        """
+        raise NotImplementedError
+
+    def _needs_vector(self, g: Tensor | None) -> Tensor:
+        if g is None:
+            raise ValueError(f"the {self.name} answer layer needs g")
+        return g
+
+
+class OutputAnswer(nn.Linear, AnswerHead):
     """``W_a g + b_a``: a learned row per entity id (the paper's answer layer).
 
     Args:
@@ -47,11 +122,22 @@ class OutputAnswer(nn.Linear):
         num_entities: number of entity ids ``e``.
     """
 
+    name = "output"
+
     def __init__(self, input_dim: int, num_entities: int) -> None:
         super().__init__(input_dim, num_entities)
 
+    def score(
+        self,
+        context: AnswerContext,
+        g: Tensor | None = None,
+        token_scores: Tensor | None = None,
+        read: Tensor | None = None,
+    ) -> Tensor:
+        return self(self._needs_vector(g))  # (b, e)
 
-class TiedAnswer(nn.Module):
+
+class TiedAnswer(AnswerHead):
     """``(W g + c + x) . E[@entity_k] / sqrt(d)``: scores tied to the entity markers' embeddings.
 
     Scaled by ``1 / sqrt(d)`` as in dot-product attention: a match ``E[k] . E[k]`` grows like
@@ -62,6 +148,8 @@ class TiedAnswer(nn.Module):
         input_dim: size ``g`` of the reader's output vector.
         embedding_dim: size ``d`` of the word (and entity marker) embeddings.
     """
+
+    name = "tied"
 
     def __init__(self, input_dim: int, embedding_dim: int) -> None:
         super().__init__()
@@ -80,6 +168,49 @@ class TiedAnswer(nn.Module):
             query = query + read.to(query.dtype)
         scale = 1.0 / math.sqrt(entity_embeddings.shape[-1])
         return scale * (query @ entity_embeddings.to(query.dtype).t())  # (b, e)
+
+    def read(self, context: AnswerContext, weights: Tensor) -> Tensor:
+        """``sum_{t: d_t is an entity} w(t) E[d_t]``: the context's entity-marker embeddings
+        under ``weights`` (b, n) -> (b, d), or under several readings (b, s, n) -> (b, s, d)."""
+        # Only the entity markers' embeddings: a reading that rests on a word adds nothing
+        # (and trains no word embedding towards the answer's marker).
+        entities = context.entities()  # (b, n)
+        embedded = context.embedding(context.context) * (entities >= 0).unsqueeze(-1)  # (b, n, d)
+        if weights.dim() == 2:
+            return torch.bmm(weights.unsqueeze(1).to(embedded.dtype), embedded).squeeze(1)
+        return torch.bmm(weights.to(embedded.dtype), embedded)  # (b, s, d)
+
+    def score(
+        self,
+        context: AnswerContext,
+        g: Tensor | None = None,
+        token_scores: Tensor | None = None,
+        read: Tensor | None = None,
+    ) -> Tensor:
+        return self(self._needs_vector(g), context.entity_embeddings(), read)  # (b, e)
+
+
+class PointerAnswer(AnswerHead):
+    """The attention sum (``pointer_scores``): the reader's token attention gathered by entity;
+    no parameters."""
+
+    name = "pointer"
+    reads_tokens = True
+
+    def forward(self, token_scores: Tensor, entities: Tensor, num_entities: int) -> Tensor:
+        """Scores (b, e) of ``token_scores`` (b, n) gathered by ``entities`` (b, n)."""
+        return pointer_scores(token_scores, entities, num_entities)
+
+    def score(
+        self,
+        context: AnswerContext,
+        g: Tensor | None = None,
+        token_scores: Tensor | None = None,
+        read: Tensor | None = None,
+    ) -> Tensor:
+        if token_scores is None:
+            raise ValueError("the pointer answer layer needs token_scores")
+        return self(token_scores, context.entities(), context.num_entities)  # (b, e)
 
 
 def token_entities(context: Tensor, mask: Tensor, entity_offset: int, num_entities: int) -> Tensor:
@@ -130,6 +261,30 @@ def pointer_scores(token_scores: Tensor, entities: Tensor, num_entities: int) ->
     floor = torch.where(present, logits, torch.full_like(logits, float("-inf")))
     floor = floor.amax(dim=1, keepdim=True).nan_to_num(0.0, neginf=0.0) - _ABSENT_MARGIN
     return torch.where(present, logits, floor.expand_as(logits))  # (b, e)
+
+
+def build_answer_head(
+    name: AnswerLayerName, input_dim: int, num_entities: int, embedding_dim: int
+) -> AnswerHead:
+    """The answer head called ``name``.
+
+    Args:
+        name: ``output``, ``tied`` or ``pointer`` (see ``check_answer_layer``).
+        input_dim: size ``g`` of the reader's output vector (``output``, ``tied``).
+        num_entities: number of entity ids ``e``.
+        embedding_dim: size ``d`` of the reader's embeddings (``tied``).
+    """
+    if name not in ANSWER_HEADS:
+        check_answer_layer(name, ANSWER_LAYERS, "a reader")
+    return ANSWER_HEADS[name](input_dim, num_entities, embedding_dim)
+
+
+# How each head is made from the sizes a reader knows.
+ANSWER_HEADS: dict[str, Callable[[int, int, int], AnswerHead]] = {
+    "output": lambda input_dim, entities, embedding_dim: OutputAnswer(input_dim, entities),  # W_a
+    "tied": lambda input_dim, entities, embedding_dim: TiedAnswer(input_dim, embedding_dim),
+    "pointer": lambda input_dim, entities, embedding_dim: PointerAnswer(),
+}
 
 
 def check_answer_layer(name: str, allowed: tuple[str, ...], reader: str, why: str = "") -> None:

@@ -23,18 +23,16 @@ Refusals are ``problems.Problem``: JSON under ``/api/``, the page with its messa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from attentive_reader.corpus.records import PLACEHOLDER, SPLITS, ClozeExample, is_entity_marker
+from attentive_reader.corpus.records import PLACEHOLDER, SPLITS, ClozeExample
 from attentive_reader.errors import UserError
 from attentive_reader.serve.body import read_form
 from attentive_reader.serve.headers import SecuredStarlette
@@ -42,7 +40,8 @@ from attentive_reader.serve.info import model_info
 from attentive_reader.serve.json_api import api_routes, error_response
 from attentive_reader.serve.pool import AnswerPool
 from attentive_reader.serve.problems import Problem
-from attentive_reader.viz.heatmap import intensities
+from attentive_reader.viz.render import environment
+from attentive_reader.viz.tokens import TokenView, context_views, query_views, shading
 
 if TYPE_CHECKING:
     import datasets
@@ -54,60 +53,13 @@ EXAMPLES_PER_PAGE = 50
 _STATUS_CODES = {404: "not_found", 405: "method_not_allowed"}
 
 
-@dataclass(frozen=True)
-class TokenView:
-    """One shaded token of a heatmap view.
-
-    Attributes:
-        text: what is shown (a word, a marker, or an entity's name).
-        alpha: the colour strength in [0, 1].
-        weight: the attention weight (``None`` without attention).
-        kind: ``word``, ``entity``, ``prediction`` or ``blank``.
-        selected: a hard-attention reader selected it.
-    """
-
-    text: str
-    alpha: float
-    weight: float | None
-    kind: str
-    selected: bool = False
-
-
 def token_views(answer: Answer, *, names: bool) -> tuple[list[TokenView], list[TokenView]]:
-    """The query and context of ``answer`` as shaded tokens, with names or markers."""
+    """The query and context of ``answer`` as shaded tokens, with names or markers (the
+    static pages' classification, ``viz/tokens.py``; the blank is ``___`` among names)."""
     page = answer.heatmap()
-    weights = page.weights
-    alphas = intensities(weights) if weights is not None else [0.0] * len(page.context)
-    predicted = answer.prediction.marker
-    chosen = set(page.selected)
-
-    def shown(token: str) -> tuple[str, str]:
-        if token == PLACEHOLDER:
-            return ("___" if names else token), "blank"
-        if is_entity_marker(token):
-            kind = "prediction" if token == predicted else "entity"
-            return (answer.entities.get(token, token) if names else token), kind
-        return token, "word"
-
-    context = []
-    for i, token in enumerate(page.context):
-        text, kind = shown(token)
-        weight = None if weights is None else weights[i]
-        context.append(TokenView(text, alphas[i], weight, kind, i in chosen))
-    query = []
-    for token in page.query:
-        text, kind = shown(token)
-        query.append(TokenView(text, 0.0, None, kind))
-    return query, context
-
-
-def _environment() -> Environment:
-    return Environment(
-        loader=PackageLoader("attentive_reader.serve", "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    _, alphas = shading(page)
+    query = query_views(page, names=names, blank="___" if names else PLACEHOLDER)
+    return query, context_views(page, alphas or [0.0] * len(page.context), names=names)
 
 
 def create_app(
@@ -163,7 +115,7 @@ class _Site:
         self.splits = splits
         self.max_bytes = max_bytes
         self.title = title
-        self.env = _environment()
+        self.env = environment()
 
     def page(
         self, template: str, status: int = 200, headers: dict | None = None, **context: Any

@@ -236,30 +236,15 @@ def heatmap_example(record: Prediction, row: ClozeExample, model: str = "") -> H
         )
     n = min(record.context_length, len(row.context))
     m = min(record.query_length, len(row.query))
-    weights: Any = None
-    if record.attention is not None:
-        weights = _as_list(record.attention)  # (n,) or (m, n)
-        if weights and isinstance(weights[0], list):
-            weights = tuple(tuple(float(w) for w in r[:n]) for r in weights[:m])
-        else:
-            weights = tuple(float(w) for w in weights[:n])
-    hops = record.hop_attention
-    hop_attention = None
-    if hops is not None:
-        hop_attention = tuple(
-            tuple(tuple(float(w) for w in r[:m]) for r in hop[:n]) for hop in _as_list(hops)
-        )  # (K - 1, n, m)
-    # A hard reader marks empty slots (context shorter than k) with -1.
-    selected = () if record.selected is None else _as_list(record.selected)
     probs = _as_list(record.probs)  # (e,)
     return HeatmapExample(
         id=record.id,
         model=model,
         context=tuple(row.context[:n]),
         query=tuple(row.query[:m]),
-        attention=weights,
-        selected=tuple(sorted({int(p) for p in selected if 0 <= p < n})),
-        hop_attention=hop_attention,
+        attention=record.weights(n, m),  # (n,) or (m, n)
+        selected=record.selected_positions(n),
+        hop_attention=record.hops(n, m),  # (K - 1, n, m)
         prediction=record.marker,
         answer=record.answer_marker,
         probabilities={c: float(probs[entity_index(c)]) for c in row.candidates},

@@ -56,8 +56,32 @@ def test_extras_are_carried_and_moved_to_the_cpu():
     batch = random_batch(num_examples=3, vocab_size=VOCAB, num_entities=ENTITIES)
     with torch.no_grad():
         prediction = reader.eval().predict_step(batch, 0)
-    hops = prediction.extras["hop_attention"]
+    hops = prediction.extras.hop_attention
     assert hops.device.type == "cpu" and hops.dtype == torch.float32
     assert hops.shape == (3, 1, batch.context.shape[1], batch.query.shape[1])  # (b, K-1, n, m)
     assert torch.equal(prediction.query_lengths, batch.query_mask.sum(-1))
     assert not hops.requires_grad
+
+
+def test_a_record_gives_its_attention_hops_and_selections_as_plain_numbers():
+    from attentive_reader.models.output import GatedExtras
+
+    hops = torch.arange(2 * 3 * 2, dtype=torch.float32).view(2, 3, 2) / 16  # (K - 1, n, m)
+    record = Prediction(
+        id="x",
+        prediction=1,
+        answer=1,
+        probs=torch.tensor([0.25, 0.75]),
+        attention=torch.tensor([[0.5, 0.25, 0.25], [0.0, 0.5, 0.5]]),  # (m, n): per query token
+        selected=torch.tensor([2, -1, 0, 2]),
+        context_length=3,
+        query_length=2,
+        extras=GatedExtras(hops),
+    )
+    assert record.weights(2, 1) == ((0.5, 0.25),)  # cut to n = 2 tokens, m = 1 row
+    assert record.selected_positions(3) == (0, 2)  # distinct, in order, empty slots left out
+    assert record.selected_positions(2) == (0,)
+    assert record.hops(2, 1) == (((0.0,), (0.125,)), ((0.375,), (0.5,)))
+    single = Prediction("y", 0, 0, torch.ones(1), torch.tensor([0.5, 0.5]), None, 2, 1)
+    assert single.weights(1, 1) == (0.5,) and single.selected_positions(2) == ()
+    assert single.hops(2, 1) is None

@@ -18,7 +18,15 @@ from attentive_reader.models import (
     ImpatientReader,
     UniformReader,
 )
-from attentive_reader.nn.answer import TiedAnswer, pointer_scores, token_entities
+from attentive_reader.nn.answer import (
+    ANSWER_LAYERS,
+    AnswerContext,
+    AnswerHead,
+    TiedAnswer,
+    build_answer_head,
+    pointer_scores,
+    token_entities,
+)
 
 from .batches import ENTITY_OFFSET, make_batch, random_batch, relabel
 
@@ -89,6 +97,47 @@ def test_tied_scores_by_hand():
     assert torch.allclose(layer(g, entities), torch.tensor([[1.5, 2.0, 3.5]]) / root)
     read = torch.tensor([[2.0, 0.0]])  # (W g + c + read) = (3.5, 2)
     assert torch.allclose(layer(g, entities, read), torch.tensor([[3.5, 2.0, 5.5]]) / root)
+
+
+def test_the_tied_head_reads_the_marker_embeddings_under_the_weights():
+    embedding = torch.nn.Embedding(6, 2)
+    with torch.no_grad():
+        embedding.weight.copy_(torch.arange(12.0).view(6, 2))
+    # Tokens 3, 4, 5 are @entity0..2 (offset 3); token 1 is a word, 0 padding.
+    context = AnswerContext(
+        torch.tensor([[3, 1, 5, 0]]),
+        torch.tensor([[1, 1, 1, 0]]).bool(),
+        embedding,
+        entity_offset=3,
+        num_entities=3,
+    )
+    head = build_answer_head("tied", input_dim=2, num_entities=3, embedding_dim=2)
+    weights = torch.tensor([[0.25, 0.5, 0.25, 0.0]])  # the word's 0.5 reads nothing
+    expected = 0.25 * embedding.weight[3] + 0.25 * embedding.weight[5]
+    assert torch.allclose(head.read(context, weights), expected.unsqueeze(0))
+    assert head.read(context, weights.unsqueeze(1).expand(1, 2, 4)).shape == (1, 2, 2)
+    assert torch.equal(context.entity_embeddings(), embedding.weight[3:6])
+
+
+@pytest.mark.parametrize("name", ANSWER_LAYERS)
+def test_every_head_names_itself_and_asks_for_what_it_reads(name):
+    head = build_answer_head(name, input_dim=4, num_entities=3, embedding_dim=2)
+    assert isinstance(head, AnswerHead) and head.name == name
+    assert head.reads_tokens == (name == "pointer")
+    assert (sum(p.numel() for p in head.parameters()) == 0) == (name == "pointer")
+    embedding = torch.nn.Embedding(6, 2)
+    context = AnswerContext(
+        torch.tensor([[3, 4, 1]]),
+        torch.ones(1, 3, dtype=torch.bool),
+        embedding,
+        entity_offset=3,
+        num_entities=3,
+    )
+    needed = "token_scores" if head.reads_tokens else "g"
+    with pytest.raises(ValueError, match=f"the {name} answer layer needs {needed}"):
+        head.score(context)
+    given = {"token_scores": torch.zeros(1, 3)} if head.reads_tokens else {"g": torch.ones(1, 4)}
+    assert head.score(context, **given).shape == (1, 3)
 
 
 # --- every reader x every layer -----------------------------------------------------------

@@ -91,16 +91,16 @@ def test_padded_batch_gives_the_unpadded_results(gate, layer):
         output = reader(batch)
         for i in range(len(batch)):
             alone = reader(select(batch, [i]))
-            n, m = alone.attention.shape[1], alone.extras["hop_attention"].shape[-1]
+            n, m = alone.attention.shape[1], alone.extras.hop_attention.shape[-1]
             assert torch.allclose(output.logits[i], alone.logits[0], atol=1e-5)
             assert torch.allclose(output.attention[i, :n], alone.attention[0], atol=1e-6)
-            hops = output.extras["hop_attention"][i, :, :n, :m]
-            assert torch.allclose(hops, alone.extras["hop_attention"][0], atol=1e-6)
+            hops = output.extras.hop_attention[i, :, :n, :m]
+            assert torch.allclose(hops, alone.extras.hop_attention[0], atol=1e-6)
     # Padding gets exactly 0 attention, in the document and in every hop's query attention.
     assert torch.equal(
         output.attention[~batch.context_mask], torch.zeros(int((~batch.context_mask).sum()))
     )
-    hops = output.extras["hop_attention"]  # (b, K - 1, n, m)
+    hops = output.extras.hop_attention  # (b, K - 1, n, m)
     assert hops.shape == (len(batch), 2, batch.context.shape[1], batch.query.shape[1])
     assert (hops.masked_select(~batch.query_mask[:, None, None, :]) == 0).all()
     assert (hops.masked_select(~batch.context_mask[:, None, :, None]) == 0).all()
@@ -112,7 +112,7 @@ def test_one_hop_has_no_gated_attention():
     reader = build(num_hops=1).eval()
     batch = random_batch(num_examples=3, vocab_size=VOCAB, num_entities=ENTITIES, seed=1)
     with torch.no_grad():
-        hops = reader(batch).extras["hop_attention"]
+        hops = reader(batch).extras.hop_attention
     assert hops.shape == (3, 0, batch.context.shape[1], batch.query.shape[1])
 
 

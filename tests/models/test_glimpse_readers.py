@@ -64,26 +64,26 @@ def test_extras(name):
         output = reader(batch)
     assert output.selected is None
     extras = output.extras
-    assert extras["glimpse_attention"].shape == (b, k, n)
-    assert torch.allclose(extras["glimpse_attention"].sum(-1), torch.ones(b, k), atol=1e-5)
-    assert extras["centre"].shape == extras["stride"].shape == (b, k)
-    assert extras["points"].shape == (b, k, filters)
+    assert extras.glimpse_attention.shape == (b, k, n)
+    assert torch.allclose(extras.glimpse_attention.sum(-1), torch.ones(b, k), atol=1e-5)
+    assert extras.centre.shape == extras.stride.shape == (b, k)
+    assert extras.points.shape == (b, k, filters)
     lengths = batch.context_mask.sum(1)  # (b,)
-    assert ((extras["centre"] >= 0) & (extras["centre"] <= (lengths - 1).unsqueeze(1))).all()
-    tokens = extras["tokens_read"]
+    assert ((extras.centre >= 0) & (extras.centre <= (lengths - 1).unsqueeze(1))).all()
+    tokens = extras.tokens_read
     assert tokens.shape == (b,) and (tokens >= 1).all() and (tokens <= lengths).all()
     if reader.glimpse_readout == "attend":
-        assert torch.allclose(extras["filter_weights"].sum(-1), torch.ones(b, k))
+        assert torch.allclose(extras.filter_weights.sum(-1), torch.ones(b, k))
     else:
-        assert "filter_weights" not in extras
+        assert extras.filter_weights is None
     if isinstance(reader, TransformerGlimpseReader):
         # Every read token has interpolation weight (or is a zero-weight neighbour); at most
         # 2N per glimpse.
         assert (tokens <= 2 * filters * k).all()
-        assert "width" not in extras
+        assert extras.width is None
     else:
-        assert extras["width"].shape == (b, k) and (extras["width"] > 0).all()
-        assert ("intensity" in extras) == reader.intensity
+        assert extras.width.shape == (b, k) and (extras.width > 0).all()
+        assert (extras.intensity is not None) == reader.intensity
 
 
 def test_a_fresh_gaussian_reader_scans_the_whole_document():
@@ -93,10 +93,10 @@ def test_a_fresh_gaussian_reader_scans_the_whole_document():
     with torch.no_grad():
         extras = reader(batch).extras
     span = (batch.context_mask.sum(1) - 1).float()  # (b,)
-    assert torch.allclose(extras["centre"][:, 0], span / 2)
-    points = extras["points"][:, 0]  # (b, N)
+    assert torch.allclose(extras.centre[:, 0], span / 2)
+    points = extras.points[:, 0]  # (b, N)
     assert torch.allclose(points[:, -1] - points[:, 0], span * torch.sigmoid(torch.tensor(3.0)))
-    assert torch.equal(extras["tokens_read"], batch.context_mask.sum(1))
+    assert torch.equal(extras.tokens_read, batch.context_mask.sum(1))
 
 
 @pytest.mark.parametrize("name", ["gaussian", "transformer"])

