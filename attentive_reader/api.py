@@ -138,7 +138,7 @@ class Answer:
         }
 
     def heatmap(self, model: str = "") -> HeatmapExample:
-        """The answer as the heatmap pages' plain data (``viz.heatmap.render_html``).
+        """The answer as the heatmap pages' plain data (``viz.html.render_html``).
 
         A document has no gold answer: the page shows the prediction without a verdict.
         """

@@ -143,7 +143,7 @@ def test_query_names_take_the_documents_grouping(reader):
 
 
 def test_answer_json_and_heatmap(reader):
-    from attentive_reader.viz.heatmap import render_html
+    from attentive_reader.viz.html import render_html
 
     answer = reader.answer(ARTICLE + " <script>alert(1)</script>", "@placeholder smiled")
     data = answer.to_json(top=2)

@@ -108,7 +108,7 @@ def main(argv: list[str]) -> int:
         print_answer(answer, args.top)
         print(f"reader: {reader.provenance.describe()}")
     if args.heatmap:
-        from attentive_reader.viz.heatmap import render_html
+        from attentive_reader.viz.html import render_html
 
         _write_text(Path(args.heatmap), render_html(answer.heatmap(model=str(args.ckpt))))
         print(f"heatmap written to {args.heatmap}", file=sys.stderr)

@@ -44,17 +44,10 @@ from attentive_reader.corpus.names import (
     word_form,
 )
 
-# spaCy pipeline loading lives in corpus.pipeline; these names stay importable from here.
-from attentive_reader.corpus.pipeline import (  # noqa: F401
-    DEFAULT_MODELS,
-    EXCLUDED_COMPONENTS,
-    GLUED_PARENTHESIS,
-    INSTALL_HINT,
-    load_pipeline,
-    pipeline_info,
-    resolve_model,
-    split_glued_parentheses,
-)
+# Only for scripts/benchmark.py and scripts/benchmark_preprocess.py, which import
+# load_pipeline from here until they are split (issue 25, item 9); the package and its tests
+# import corpus.pipeline.
+from attentive_reader.corpus.pipeline import load_pipeline  # noqa: F401
 
 DEFAULT_LABELS: tuple[str, ...] = (
     "PERSON",
@@ -615,26 +608,3 @@ def find_aliases(
         (positions[s], positions[e - 1] + 1, entity)
         for s, e, entity in match_aliases(words, table, blocked_words)
     ]
-
-
-# Grouping moved to corpus.grouping (which imports this module); its names stay importable
-# from here, looked up on first use so that the two modules do not import each other.
-_MOVED_TO_GROUPING = frozenset(
-    {
-        "FEMALE_TITLES",
-        "GROUPING_RULES_VERSION",
-        "MALE_TITLES",
-        "TITLES",
-        "canonical_key",
-        "group_mentions",
-        "grouping_info",
-    }
-)
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED_TO_GROUPING:
-        from attentive_reader.corpus import grouping
-
-        return getattr(grouping, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
