@@ -43,7 +43,6 @@ import torch
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from attentive_reader.api_prepare import BLANK as BLANK  # re-exported: importable from here
 from attentive_reader.api_prepare import (
     ParsedQuery,
     cloze_example,
@@ -52,7 +51,6 @@ from attentive_reader.api_prepare import (
     load_nlp,
     parse_query,
 )
-from attentive_reader.api_prepare import PipelineWarning as PipelineWarning  # re-exported
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
 from attentive_reader.corpus.records import PLACEHOLDER, ClozeExample, entity_index

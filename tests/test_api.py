@@ -227,7 +227,7 @@ def _edited_checkpoint(trained, tmp_path, edit):
 
 def test_the_recorded_pipeline_missing_different_or_absent(trained, tmp_path):
     from attentive_reader import Reader
-    from attentive_reader.api import PipelineWarning
+    from attentive_reader.api_prepare import PipelineWarning
 
     def missing(state):
         state["pipeline"]["spacy_model"] = None

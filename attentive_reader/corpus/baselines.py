@@ -30,7 +30,7 @@ figures from it, so they agree to the last digit.
 
 They live in ``corpus/`` (they need neither torch nor spaCy) so that the synthetic corpus's
 ground-truth baselines (``corpus.synthetic.frequency_baselines``) and the evaluation report
-(``eval.report``, which imports them through ``eval.baselines``) share one implementation.
+(``eval.report``) share one implementation.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``anonymization_report(examples)`` measures, over stored cloze examples:
 
-- the three non-neural baselines (``eval.baselines``), to put beside the published ones
+- the three non-neural baselines (``corpus.baselines``), to put beside the published ones
   (Hermann et al. 2015, Table 4): an entity split over several markers lowers the
   frequency baselines, so they are a sensitive check of the grouping;
 - entities and questions per document;

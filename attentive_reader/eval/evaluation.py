@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from attentive_reader import __version__
+from attentive_reader.corpus.baselines import score_baselines
 from attentive_reader.corpus.manifest import write_json_atomic
 from attentive_reader.corpus.records import SPLITS, ClozeExample, Split, load_split
 from attentive_reader.errors import UserError
-from attentive_reader.eval.baselines import score_baselines
 from attentive_reader.eval.predictions_file import PredictionLine, write_predictions
 from attentive_reader.eval.report import (
     DEFAULT_CANDIDATE_EDGES,

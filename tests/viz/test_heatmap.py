@@ -277,8 +277,8 @@ def test_soft_reader_weights_in_the_sidecar_sum_to_one(tmp_path):
     """A real (untrained) Attentive Reader on a padded batch: each sidecar's weights cover
     exactly the example's own context and sum to 1."""
     torch = pytest.importorskip("torch")
+    from attentive_reader.corpus.synthetic.toy import write_toy_dataset
     from attentive_reader.data.datamodule import ClozeDataModule
-    from attentive_reader.data.toy import write_toy_dataset
     from attentive_reader.eval.inference import iterate_predictions
     from attentive_reader.models import AttentiveReader
 
