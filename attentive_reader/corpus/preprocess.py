@@ -57,7 +57,6 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from spacy.language import Language
 
-from attentive_reader import __version__
 from attentive_reader.corpus.console import Estimate, progress_bar
 from attentive_reader.corpus.grouping import GROUPING_RULES_VERSION, grouping_info
 from attentive_reader.corpus.manifest import (
@@ -98,6 +97,7 @@ from attentive_reader.corpus.synthetic.files import synthetic_origin
 from attentive_reader.corpus.workers import ShardPool
 from attentive_reader.errors import UserError
 from attentive_reader.faults import WriteGuard, writing
+from attentive_reader.version import __version__
 
 if TYPE_CHECKING:  # the optional engine (pip install "attentive-reader[cluster]")
     from attentive_reader.corpus.cluster import ClusterPool

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import hashlib
 import json
@@ -37,6 +36,7 @@ from attentive_reader.data.provenance import data_provenance
 from attentive_reader.data.split import EncodedSplit
 from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
 from attentive_reader.errors import UserError
+from attentive_reader.upstream import uses_distributed_sampler
 
 __all__ = ["ClozeDataModule", "EncodedSplit", "Split", "VocabularyWriter"]
 EntityIdPolicy = Literal["permute", "first_occurrence"]
@@ -101,6 +101,9 @@ class ClozeDataModule(pl.LightningDataModule):
             ``.encoded`` when it is writable, else ``$ATTENTIVE_READER_CACHE`` or
             ``~/.cache/attentive-reader``.
         num_proc: worker processes for the first encoding of a large split.
+        vocabulary: the vocabulary itself, when the caller has it in hand
+            (``from_checkpoint`` passes the loaded checkpoint's, so that the file is not read
+            again); it replaces ``vocab`` and ``checkpoint``, and is not a hyperparameter.
     """
 
     def __init__(
@@ -120,6 +123,7 @@ class ClozeDataModule(pl.LightningDataModule):
         checkpoint: str | None = None,
         cache_dir: str | None = None,
         num_proc: int = 1,
+        vocabulary: Vocabulary | None = None,
     ) -> None:
         super().__init__()
         for name, value in (
@@ -147,7 +151,7 @@ class ClozeDataModule(pl.LightningDataModule):
         # Stored in checkpoints for from_checkpoint; not sent to loggers (the CLI's config.yaml
         # has them). They are the arguments as given: the entity count in use is the
         # vocabulary's (``num_entities``), which the CLI links into the model's arguments.
-        self.save_hyperparameters(logger=False)
+        self.save_hyperparameters(ignore=["vocabulary"], logger=False)
         self.path = Path(path)
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size
@@ -167,7 +171,9 @@ class ClozeDataModule(pl.LightningDataModule):
         # attentive_reader.api.Reader anonymizes a new document alike; None without a manifest.
         self.pipeline: dict | None = preprocessing_identity(read_manifest(self.path))
         stored_vocab = vocab if vocab is not None else checkpoint
-        if stored_vocab is not None:
+        if vocabulary is not None:
+            self.vocab = vocabulary
+        elif stored_vocab is not None:
             self.vocab = _read_vocabulary(Path(stored_vocab))
         else:
             needed = self.entities_needed()
@@ -376,11 +382,9 @@ class ClozeDataModule(pl.LightningDataModule):
             raise UserError(
                 f"{ckpt_path} does not record its dataset directory; pass path=<directory>"
             )
-        token = _PRELOADED.set((Path(ckpt_path), checkpoint))  # the vocabulary comes from it
-        try:
-            return cls(**arguments)
-        finally:
-            _PRELOADED.reset(token)
+        if overrides.get("vocab") is None:  # the vocabulary of the checkpoint in hand
+            arguments["vocabulary"] = _checkpoint_vocabulary(checkpoint, Path(ckpt_path))
+        return cls(**arguments)
 
     # --- internals -----------------------------------------------------------------------
 
@@ -392,8 +396,7 @@ class ClozeDataModule(pl.LightningDataModule):
         num_replicas, rank = 1, 0
         if self._trainer is not None:
             num_replicas, rank = self.trainer.world_size, self.trainer.global_rank
-            connector = getattr(self.trainer, "_accelerator_connector", None)
-            if num_replicas > 1 and getattr(connector, "use_distributed_sampler", False):
+            if num_replicas > 1 and uses_distributed_sampler(self.trainer):
                 raise UserError(
                     "ClozeDataModule shards its batches across ranks itself: create the "
                     "Trainer with use_distributed_sampler=False (the CLI's default)"
@@ -468,17 +471,7 @@ def _token_counts(train: datasets.Dataset) -> Counter[str]:
     return counts
 
 
-# The checkpoint ``from_checkpoint`` has in hand while it builds the module, so that reading
-# the vocabulary from the same file does not load it a second time.
-_PRELOADED: contextvars.ContextVar[tuple[Path, dict] | None] = contextvars.ContextVar(
-    "preloaded_checkpoint", default=None
-)
-
-
 def _load_checkpoint(path: Path) -> dict:
-    preloaded = _PRELOADED.get()
-    if preloaded is not None and preloaded[0] == path:
-        return preloaded[1]
     if not path.is_file():
         raise UserError(f"checkpoint not found: {path}")
     return torch.load(path, map_location="cpu", weights_only=True)
@@ -495,7 +488,11 @@ def _read_vocabulary(path: Path) -> Vocabulary:
             raise UserError(
                 f"{path} is not a vocabulary written by attentive-reader: {err}"
             ) from None
-    checkpoint = _load_checkpoint(path)
+    return _checkpoint_vocabulary(_load_checkpoint(path), path)
+
+
+def _checkpoint_vocabulary(checkpoint: dict, path: Path) -> Vocabulary:
+    """The vocabulary of a loaded checkpoint's data module state (``path`` for messages)."""
     # Lightning stores a data module's state under its class name.
     states = [checkpoint.get(ClozeDataModule.__qualname__), *checkpoint.values()]
     for state in states:

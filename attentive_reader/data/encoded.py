@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.faults import is_write_fault
+from attentive_reader.upstream import dataset_fingerprint
 
 FORMAT_VERSION = 1
 CACHE_FOLDER = ".encoded"  # inside the dataset directory when it is writable
@@ -132,7 +133,7 @@ def split_fingerprint(rows: datasets.Dataset) -> str:
         path = Path(entry["filename"])
         stat = path.stat()
         files.append([str(path.resolve()), stat.st_size, stat.st_mtime_ns])
-    parts = {"files": files, "fingerprint": rows._fingerprint, "rows": len(rows)}
+    parts = {"files": files, "fingerprint": dataset_fingerprint(rows), "rows": len(rows)}
     return _digest(parts)
 
 

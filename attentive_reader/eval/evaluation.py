@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attentive_reader import __version__
 from attentive_reader.corpus.baselines import score_baselines
 from attentive_reader.corpus.manifest import write_json_atomic
 from attentive_reader.corpus.records import SPLITS, ClozeExample, Split, load_split
@@ -33,6 +32,7 @@ from attentive_reader.eval.report import (
     build_report,
     markdown_tables,
 )
+from attentive_reader.version import __version__
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import datasets
 
-from attentive_reader import __version__
 from attentive_reader.corpus.manifest import (
     MANIFEST_NAME,
     ShardCounts,
@@ -25,6 +24,7 @@ from attentive_reader.corpus.manifest import (
     write_json_atomic,
 )
 from attentive_reader.corpus.records import CLOZE_FEATURES, SPLITS, ClozeExample
+from attentive_reader.version import __version__
 
 
 def write_examples(
