@@ -53,11 +53,12 @@ from attentive_reader.api_prepare import (
 )
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
-from attentive_reader.corpus.records import PLACEHOLDER, ClozeExample, entity_index
+from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.data.batching import EncodedExample, collate
 from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.eval.inference import DeviceName, resolve_device
+from attentive_reader.markers import PLACEHOLDER, entity_index
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.loading import read_checkpoint, reader_from_checkpoint
 from attentive_reader.models.provenance import Provenance

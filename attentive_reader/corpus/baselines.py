@@ -41,7 +41,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from attentive_reader.corpus.records import PLACEHOLDER, ClozeExample
+from attentive_reader.checks import check_positive
+from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.markers import PLACEHOLDER
 
 BaselineName = Literal["maximum_frequency", "exclusive_frequency", "word_distance"]
 BASELINES: tuple[BaselineName, ...] = (
@@ -118,8 +120,7 @@ def word_distance_score(
     Raises:
         ValueError: if the query has no ``@placeholder`` or ``max_penalty`` is not positive.
     """
-    if max_penalty < 1:
-        raise ValueError(f"max_penalty must be a positive integer, got {max_penalty}")
+    check_positive(max_penalty=max_penalty)
     if PLACEHOLDER not in query:
         raise ValueError(f"the query has no {PLACEHOLDER}: {' '.join(query)!r}")
     if index is None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from spacy.tokens import Doc
 
+from attentive_reader.checks import check_positive_or_none
 from attentive_reader.corpus.anonymize import (
     EntitySpan,
     anonymize,
@@ -53,14 +54,8 @@ from attentive_reader.corpus.entities import (
     find_mentions,
 )
 from attentive_reader.corpus.grouping import group_mentions
-from attentive_reader.corpus.records import (
-    ClozeExample,
-    Skip,
-    Story,
-    entity_marker,
-    is_entity_marker,
-    safe_id,
-)
+from attentive_reader.corpus.records import ClozeExample, Skip, Story, safe_id
+from attentive_reader.markers import entity_marker, is_entity_marker
 
 
 @dataclass(frozen=True)
@@ -91,15 +86,7 @@ class ClozeOptions:
         if not self.labels:
             raise ValueError("labels is empty: give at least one spaCy NER label, e.g. PERSON")
         object.__setattr__(self, "labels", tuple(self.labels))
-        if self.max_context_tokens is not None and (
-            isinstance(self.max_context_tokens, bool)
-            or not isinstance(self.max_context_tokens, int)
-            or self.max_context_tokens < 1
-        ):
-            raise ValueError(
-                f"max_context_tokens must be a positive integer or None (no cap), "
-                f"got {self.max_context_tokens!r}"
-            )
+        check_positive_or_none(max_context_tokens=self.max_context_tokens)  # None: no cap
 
 
 def count_tokens(doc: Doc) -> int:

@@ -65,7 +65,6 @@ from attentive_reader.corpus.manifest import (
     build_manifest,
     read_manifest,
     total,
-    write_json_atomic,
 )
 from attentive_reader.corpus.options import PreprocessOptions, PreprocessResult
 from attentive_reader.corpus.outdir import (
@@ -97,6 +96,7 @@ from attentive_reader.corpus.synthetic.files import synthetic_origin
 from attentive_reader.corpus.workers import ShardPool
 from attentive_reader.errors import UserError
 from attentive_reader.faults import WriteGuard, writing
+from attentive_reader.fileio import write_json_atomic
 from attentive_reader.version import __version__
 
 if TYPE_CHECKING:  # the optional engine (pip install "attentive-reader[cluster]")

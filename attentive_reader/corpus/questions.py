@@ -29,11 +29,9 @@ from pathlib import Path, PurePosixPath
 import datasets
 
 from attentive_reader.corpus.records import (
-    PLACEHOLDER,
     SPLITS,
     ClozeExample,
     Skip,
-    is_entity_marker,
     is_safe_id,
     load_dataset,
     safe_id,
@@ -48,6 +46,7 @@ from attentive_reader.corpus.sources import (
 )
 from attentive_reader.errors import UserError
 from attentive_reader.faults import writing
+from attentive_reader.markers import PLACEHOLDER, is_entity_marker
 
 PSEUDO_URL_PREFIX = "urn:attentive-reader:story:"
 # split -> the folder name of the DeepMind release, and back

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -17,13 +16,7 @@ from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader
 
 from attentive_reader.corpus.manifest import preprocessing_identity, read_manifest
-from attentive_reader.corpus.records import (
-    SPLITS,
-    Split,
-    dataset_split,
-    entity_index,
-    load_dataset,
-)
+from attentive_reader.corpus.records import SPLITS, Split, dataset_split, load_dataset
 from attentive_reader.data.batching import BucketBatchSampler, collate
 from attentive_reader.data.encoded import (
     BadRow,
@@ -36,6 +29,8 @@ from attentive_reader.data.provenance import data_provenance
 from attentive_reader.data.split import EncodedSplit
 from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
 from attentive_reader.errors import UserError
+from attentive_reader.fileio import digest_of
+from attentive_reader.markers import ENTITY_PREFIX, entity_index, entity_marker
 from attentive_reader.upstream import uses_distributed_sampler
 
 __all__ = ["ClozeDataModule", "EncodedSplit", "Split", "VocabularyWriter"]
@@ -180,7 +175,7 @@ class ClozeDataModule(pl.LightningDataModule):
             if num_entities is not None and num_entities < needed:
                 raise UserError(
                     f"{self.path} needs {needed} entity ids (its largest marker is "
-                    f"@entity{needed - 1}) but --data.num_entities is {num_entities}; raise it "
+                    f"{entity_marker(needed - 1)}) but --data.num_entities is {num_entities}; raise it "
                     "or leave it unset to use what the data needs"
                 )
             self.vocab = self._built_vocabulary(max_words, num_entities or needed)
@@ -206,7 +201,7 @@ class ClozeDataModule(pl.LightningDataModule):
 
         Counted once per dataset (cached beside the encoded ids).
         """
-        key = _digest_of({s: split_fingerprint(rows) for s, rows in self._splits.items()})
+        key = digest_of({s: split_fingerprint(rows) for s, rows in self._splits.items()})
         largest = cached_json(self._cache, "entities", key, self._largest_entity)
         if not isinstance(largest, int) or largest < 0:
             raise UserError(f"{self.path} holds no entity markers; is it a processed dataset?")
@@ -218,14 +213,14 @@ class ClozeDataModule(pl.LightningDataModule):
             for table in split.with_format("arrow").iter(batch_size=50_000):
                 markers = pc.list_flatten(table.column("candidates"))
                 if len(markers):
-                    numbers = pc.cast(pc.utf8_slice_codeunits(markers, len("@entity")), "int64")
+                    numbers = pc.cast(pc.utf8_slice_codeunits(markers, len(ENTITY_PREFIX)), "int64")
                     largest = max(largest, pc.max(numbers).as_py())
         return largest
 
     def _built_vocabulary(self, max_words: int, num_entities: int) -> Vocabulary:
         """``Vocabulary.build`` over the train split, counted once per dataset and options."""
         train = self.examples("train")
-        key = _digest_of(
+        key = digest_of(
             {"train": split_fingerprint(train), "max_words": max_words, "entities": num_entities}
         )
 
@@ -446,10 +441,6 @@ class VocabularyWriter(Callback):
             (directory / PIPELINE_FILE).write_text(
                 json.dumps(datamodule.pipeline, indent=1, ensure_ascii=False), encoding="utf-8"
             )
-
-
-def _digest_of(value: object) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def _token_counts(train: datasets.Dataset) -> Counter[str]:

@@ -18,6 +18,8 @@ from typing import Any, Literal, get_args
 import torch
 from torch import Tensor, nn
 
+# models/hard.py imports check_positive from here until it imports attentive_reader.checks.
+from attentive_reader.checks import check_positive  # noqa: F401
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.nn.answer import AnswerLayerName
@@ -37,13 +39,6 @@ def check_dropout(dropout: float) -> None:
     """Raise a ``ValueError`` unless ``0 <= dropout < 1``."""
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-
-
-def check_positive(**values: object) -> None:
-    """Raise a ``ValueError`` naming the first value that is not a positive integer."""
-    for name, value in values.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 @dataclass

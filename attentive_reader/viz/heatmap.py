@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from attentive_reader.corpus.records import ClozeExample, entity_index
+from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.markers import entity_index
 
 if TYPE_CHECKING:
     from attentive_reader.models.predictions import BatchPrediction, Prediction
