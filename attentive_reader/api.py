@@ -51,6 +51,7 @@ from attentive_reader.api_prepare import (
     load_nlp,
     parse_query,
 )
+from attentive_reader.checkpoint_file import read_checkpoint
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
 from attentive_reader.corpus.records import ClozeExample
@@ -60,7 +61,7 @@ from attentive_reader.errors import UserError
 from attentive_reader.eval.inference import DeviceName, resolve_device
 from attentive_reader.markers import PLACEHOLDER, entity_index
 from attentive_reader.models.base import ClozeReader
-from attentive_reader.models.loading import read_checkpoint, reader_from_checkpoint
+from attentive_reader.models.loading import reader_from_checkpoint
 from attentive_reader.models.provenance import Provenance
 from attentive_reader.viz.heatmap import HeatmapExample, heatmap_examples
 

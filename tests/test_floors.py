@@ -33,6 +33,7 @@ FLOORS: dict[str, int] = {
     "markers": 0,
     "fileio": 0,
     "checks": 0,
+    "checkpoint_file": 0,
     "corpus": 1,
     "nn": 1,
     "data": 1,

@@ -11,10 +11,10 @@ from typing import Any, Literal
 import datasets
 import pyarrow.compute as pc
 import pytorch_lightning as pl
-import torch
 from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader
 
+from attentive_reader.checkpoint_file import read_checkpoint
 from attentive_reader.corpus.manifest import preprocessing_identity, read_manifest
 from attentive_reader.corpus.records import SPLITS, Split, dataset_split, load_dataset
 from attentive_reader.data.batching import BucketBatchSampler, collate
@@ -359,11 +359,11 @@ class ClozeDataModule(pl.LightningDataModule):
         Args:
             ckpt_path: the checkpoint file (recorded as the ``vocab`` argument).
             checkpoint: the file's content when the caller has loaded it already
-                (``torch.load(..., weights_only=True)``), so that it is not read again.
+                (``checkpoint_file.read_checkpoint``), so that it is not read again.
             **overrides: data module arguments that replace the stored ones.
         """
         if checkpoint is None:
-            checkpoint = _load_checkpoint(Path(ckpt_path))
+            checkpoint = read_checkpoint(Path(ckpt_path))
         stored = checkpoint.get("datamodule_hyper_parameters") or {}
         # Keys starting with "_" are the Lightning CLI's bookkeeping, not arguments.
         arguments = {key: value for key, value in stored.items() if not key.startswith("_")}
@@ -462,12 +462,6 @@ def _token_counts(train: datasets.Dataset) -> Counter[str]:
     return counts
 
 
-def _load_checkpoint(path: Path) -> dict:
-    if not path.is_file():
-        raise UserError(f"checkpoint not found: {path}")
-    return torch.load(path, map_location="cpu", weights_only=True)
-
-
 def _read_vocabulary(path: Path) -> Vocabulary:
     """A vocabulary from a ``vocab.json`` or from a checkpoint's data module state."""
     if not path.is_file():
@@ -479,7 +473,7 @@ def _read_vocabulary(path: Path) -> Vocabulary:
             raise UserError(
                 f"{path} is not a vocabulary written by attentive-reader: {err}"
             ) from None
-    return _checkpoint_vocabulary(_load_checkpoint(path), path)
+    return _checkpoint_vocabulary(read_checkpoint(path), path)
 
 
 def _checkpoint_vocabulary(checkpoint: dict, path: Path) -> Vocabulary:
