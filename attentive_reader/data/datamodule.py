@@ -15,6 +15,7 @@ from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader
 
 from attentive_reader.checkpoint_file import read_checkpoint
+from attentive_reader.checks import check_positive, check_positive_or_none
 from attentive_reader.corpus.manifest import preprocessing_identity, read_manifest
 from attentive_reader.corpus.records import SPLITS, Split, dataset_split, load_dataset
 from attentive_reader.data.batching import BucketBatchSampler, collate
@@ -121,22 +122,15 @@ class ClozeDataModule(pl.LightningDataModule):
         vocabulary: Vocabulary | None = None,
     ) -> None:
         super().__init__()
-        for name, value in (
-            ("batch_size", batch_size),
-            ("max_words", max_words + 1),
-            ("num_entities", 1 if num_entities is None else num_entities),
-            ("pool_size", pool_size),
-            ("num_workers", num_workers + 1),
-            ("num_proc", num_proc),
-        ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if eval_batch_size is not None and eval_batch_size < 1:
-            raise ValueError(f"eval_batch_size must be positive or null, got {eval_batch_size}")
-        if max_context_tokens is not None and max_context_tokens < 1:
-            raise ValueError(
-                f"max_context_tokens must be positive or null, got {max_context_tokens}"
-            )
+        check_positive(batch_size=batch_size, pool_size=pool_size, num_proc=num_proc)
+        check_positive_or_none(
+            num_entities=num_entities,
+            eval_batch_size=eval_batch_size,
+            max_context_tokens=max_context_tokens,
+        )
+        for name, value in (("max_words", max_words), ("num_workers", num_workers)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
         if entity_ids not in ENTITY_ID_POLICIES:
             raise ValueError(
                 f"entity_ids must be one of {', '.join(ENTITY_ID_POLICIES)}, got {entity_ids!r}"
