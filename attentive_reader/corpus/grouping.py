@@ -494,7 +494,7 @@ def _story_keys(mentions: Sequence[Mention]) -> StoryKeys:
     return keys
 
 
-def _decide(key: Key, grouping: Grouping, rules: Sequence[Rule] = RULES) -> int | None:
+def _decide(key: Key, grouping: Grouping, rules: Sequence[Rule]) -> int | None:
     """The group the first deciding rule puts ``key`` in, or ``None`` for a new one."""
     for rule in rules:
         chosen = rule(key, grouping)
@@ -503,11 +503,15 @@ def _decide(key: Key, grouping: Grouping, rules: Sequence[Rule] = RULES) -> int 
     return None
 
 
-def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
+def group_mentions(
+    mentions: Sequence[Mention], rules: Sequence[Rule] | None = None
+) -> list[Entity]:
     """Group the mentions of one document into entities (rules in the module docstring).
 
     Args:
         mentions: the document's mentions, in document order.
+        rules: the rules after exact match, in the order they are asked; ``RULES`` when
+            ``None`` (another list tries a rule out: ``(*RULES, my_rule)``).
 
     Returns:
         The entities, numbered (``Entity.id``) and ordered by first mention.
@@ -515,7 +519,7 @@ def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
     keys = _story_keys(mentions)
     grouping = Grouping(keys)
     for key in sorted(keys.first, key=lambda k: (-len(k), keys.first[k])):
-        grouping.place(key, _decide(key, grouping))
+        grouping.place(key, _decide(key, grouping, RULES if rules is None else rules))
     members: dict[int, list[Mention]] = {}
     for mention in mentions:
         members.setdefault(grouping.group_of[keys.canonical[mention.key]], []).append(mention)
