@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from attentive_reader.version import __version__
 
 __all__ = ["Answer", "Candidate", "Reader", "__version__"]
 

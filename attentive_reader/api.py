@@ -43,7 +43,6 @@ import torch
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from attentive_reader.api_prepare import BLANK as BLANK  # re-exported: importable from here
 from attentive_reader.api_prepare import (
     ParsedQuery,
     cloze_example,
@@ -52,16 +51,17 @@ from attentive_reader.api_prepare import (
     load_nlp,
     parse_query,
 )
-from attentive_reader.api_prepare import PipelineWarning as PipelineWarning  # re-exported
+from attentive_reader.checkpoint_file import read_checkpoint
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
-from attentive_reader.corpus.records import PLACEHOLDER, ClozeExample, entity_index
+from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.data.batching import EncodedExample, collate
 from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.eval.inference import DeviceName, resolve_device
+from attentive_reader.markers import PLACEHOLDER, entity_index
 from attentive_reader.models.base import ClozeReader
-from attentive_reader.models.loading import read_checkpoint, reader_from_checkpoint
+from attentive_reader.models.loading import reader_from_checkpoint
 from attentive_reader.models.predictions import Prediction
 from attentive_reader.models.provenance import Provenance
 from attentive_reader.viz.heatmap import HeatmapExample
@@ -139,7 +139,7 @@ class Answer:
         }
 
     def heatmap(self, model: str = "") -> HeatmapExample:
-        """The answer as the heatmap pages' plain data (``viz.heatmap.render_html``).
+        """The answer as the heatmap pages' plain data (``viz.html.render_html``).
 
         A document has no gold answer: the page shows the prediction without a verdict.
         """

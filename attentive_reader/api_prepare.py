@@ -25,12 +25,13 @@ from attentive_reader.corpus.anonymize import EntitySpan, anonymize
 from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
 from attentive_reader.corpus.entities import find_mentions
 from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info
-from attentive_reader.corpus.records import PLACEHOLDER, ClozeExample, Skip, Story
+from attentive_reader.corpus.records import ClozeExample, Skip, Story
 from attentive_reader.corpus.sources import parse_story
 from attentive_reader.errors import UserError
+from attentive_reader.markers import PLACEHOLDER
 
 # How a query may write its one blank: the DeepMind marker, three or more underscores, XXX.
-BLANK = re.compile(r"@placeholder|_{3,}|\bXXX\b")
+BLANK = re.compile(rf"{PLACEHOLDER}|_{{3,}}|\bXXX\b")
 # The blank's token while the query goes through make_examples: never in tokenized text
 # (a NUL byte cannot be typed into a query; ``parse_query`` refuses one).
 _SENTINEL = "\x00blank\x00"

@@ -18,12 +18,13 @@ It relies on ``ModelCheckpoint``'s internals (``_save_last_checkpoint``,
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
-import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
+
+from attentive_reader.checkpoint_file import read_checkpoint
+from attentive_reader.errors import UserError
 
 
 class ReaderCheckpoint(ModelCheckpoint):
@@ -113,10 +114,8 @@ def _not_saving(trainer: pl.Trainer) -> bool:
 def _saved_epoch(path: str) -> int | None:
     """The epoch a local checkpoint file records (read lazily: only that key)."""
     try:
-        checkpoint: dict[str, Any] = torch.load(
-            Path(path), map_location="cpu", weights_only=True, mmap=True
-        )
-    except Exception:  # a remote path, or a file gone: the line goes without the epoch
+        checkpoint: dict[str, Any] = read_checkpoint(path, "cpu", mmap=True)
+    except UserError:  # a remote path, or a file gone: the line goes without the epoch
         return None
     epoch = checkpoint.get("epoch")
     return int(epoch) if isinstance(epoch, int) else None

@@ -13,9 +13,9 @@ import importlib
 import importlib.util
 import sys
 
-from attentive_reader import __version__
 from attentive_reader.errors import UserError
 from attentive_reader.faults import describe, is_write_fault
+from attentive_reader.version import __version__
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -16,9 +16,11 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -147,104 +149,24 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> dict:
     started = time.perf_counter()
     timings: dict[str, float] = {}
     config = reader_config(options.reader)
-    demo_piece = configs_dir() / "demo" / "demo.yaml"
     out = Path(options.out_dir)
     _prepare_out_dir(out)
     (out / MARKER_FILE).write_text(json.dumps({"options": asdict(options), "complete": False}))
-
-    def step(number: int, title: str) -> float:
-        console.rule(f"[bold]{number}/6 {title}")
-        return time.perf_counter()
-
-    # 1. The corpus.
-    from attentive_reader.corpus.synthetic import (
-        COMPACT_SHAPE,
-        build_ruler_pipeline,
-        generate_corpus,
-        write_corpus,
-    )
-
-    t = step(1, f"Generating {options.stories} synthetic news stories (seed {options.seed})")
-    corpus = out / "corpus"
-    # Compact stories (~80 tokens, ~7.5 candidates): a small reader learns them on 2 CPU cores.
-    stories = generate_corpus(options.stories, options.seed, COMPACT_SHAPE)
-    info = write_corpus(corpus, stories, options.seed, COMPACT_SHAPE)
-    build_ruler_pipeline().to_disk(corpus / "entity_ruler")
-    console.print(f"wrote {info['stories']} stories to {corpus / 'stories'}")
-    timings["generate"] = time.perf_counter() - t
-
-    # 2. Preprocessing with the real pipeline.
-    from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
-
-    t = step(2, "Preprocessing: spaCy NER, anonymization, cloze questions")
-    data = out / "data"
-    model = _ner_model(options, corpus / "entity_ruler", console)
-    num_proc = max(1, min(options.num_proc, os.cpu_count() or 1))
-    result = preprocess(
-        [str(corpus / "stories")],
-        data,
-        PreprocessOptions(
-            spacy_model=model,
-            url_lists=str(corpus / "url_lists"),
-            num_proc=num_proc,
-            shard_size=max(16, options.stories // (4 * num_proc)),
-        ),
-        console=console,
-    )
-    examples = result.manifest.get("examples", {})
-    console.print(
-        f"{data}: " + ", ".join(f"{split} {count:,}" for split, count in examples.items())
-    )
-    timings["preprocess"] = time.perf_counter() - t
-
-    # 3. Training through the Lightning CLI with the shipped config + the demo piece.
-    from attentive_reader.training import run_cli
-
-    t = step(3, f"Training {config.stem} for {options.epochs} epochs")
-    train_dir = out / "train"
-    cli = run_cli(
-        [
-            "fit",
-            "--config", str(config),
-            "--config", str(demo_piece),
-            "--data.path", str(data),
-            "--trainer.default_root_dir", str(train_dir),
-            "--trainer.max_epochs", str(options.epochs),
-            "--seed_everything", str(options.seed),
-        ]
-    )  # fmt: skip
-    checkpoint = cli.trainer.checkpoint_callback.best_model_path
-    if not checkpoint:
-        raise UserError("training wrote no checkpoint (was the validation split empty?)")
-    timings["fit"] = time.perf_counter() - t
-
-    # 4. Test accuracy through Lightning.
-    t = step(4, "Testing the best checkpoint")
-    tested = cli.trainer.test(cli.model, datamodule=cli.datamodule, ckpt_path=checkpoint)
-    test_acc = float(tested[0]["test_acc"]) if tested else float("nan")
-    timings["test"] = time.perf_counter() - t
-
-    # 5. The evaluation report (exact accuracy, interval, breakdowns, baselines).
-    from attentive_reader.eval import evaluate
-    from attentive_reader.viz import checkpoint_heatmaps, write_heatmaps
-
-    t = step(5, "Evaluation report with the paper's baselines")
-    report = evaluate(data, [checkpoint], split="test", progress=console.print)
-    report_path = report.write(out / "report.json")
-    console.print(f"{report.split}: {report.num_examples} examples of {data}\n")
-    console.print(report.markdown(), markup=False, highlight=False)
-    timings["evaluate"] = time.perf_counter() - t
-
-    # 6. Heatmaps.
-    t = step(6, f"Attention heatmaps for {options.heatmaps} test examples")
-    heatmaps = out / "heatmaps"
-    pages = checkpoint_heatmaps(checkpoint, data, split="test", limit=options.heatmaps)
-    entries = write_heatmaps(
-        pages, heatmaps, title=f"Attention heatmaps: {Path(checkpoint).name} on test"
-    )
-    right = sum(e.correct for e in entries)
-    console.print(f"{len(entries)} examples ({right} correct) written to {heatmaps / 'index.html'}")
-    timings["heatmaps"] = time.perf_counter() - t
+    step = _Steps(console, timings)
+    stories = f"{options.stories} synthetic news stories (seed {options.seed})"
+    with step(1, "generate", f"Generating {stories}"):
+        _generate(options, out, console)
+    with step(2, "preprocess", "Preprocessing: spaCy NER, anonymization, cloze questions"):
+        data, model, examples = _preprocess_corpus(options, out, console)
+    with step(3, "fit", f"Training {config.stem} for {options.epochs} epochs"):
+        cli, checkpoint = _train(options, config, data, out)
+    with step(4, "test", "Testing the best checkpoint"):
+        tested = cli.trainer.test(cli.model, datamodule=cli.datamodule, ckpt_path=checkpoint)
+        test_acc = float(tested[0]["test_acc"]) if tested else float("nan")
+    with step(5, "evaluate", "Evaluation report with the paper's baselines"):
+        report, report_path = _report(data, checkpoint, out, console)
+    with step(6, "heatmaps", f"Attention heatmaps for {options.heatmaps} test examples"):
+        heatmaps = _heatmaps(options, checkpoint, data, out, console)
     timings["total"] = time.perf_counter() - started
 
     summary = {
@@ -263,6 +185,113 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> dict:
     (out / MARKER_FILE).write_text(json.dumps(summary, indent=2))
     _print_summary(summary, console)
     return summary
+
+
+class _Steps:
+    """``with step(number, key, title):`` prints the step's rule and times it into
+    ``timings[key]``."""
+
+    def __init__(self, console: Console, timings: dict[str, float]) -> None:
+        self.console, self.timings = console, timings
+
+    @contextmanager
+    def __call__(self, number: int, key: str, title: str) -> Iterator[None]:
+        self.console.rule(f"[bold]{number}/6 {title}")
+        started = time.perf_counter()
+        yield
+        self.timings[key] = time.perf_counter() - started
+
+
+def _generate(options: DemoOptions, out: Path, console: Console) -> None:
+    """1. The synthetic corpus and its entity-ruler pipeline, under ``out/corpus``."""
+    from attentive_reader.corpus.synthetic import (
+        COMPACT_SHAPE,
+        build_ruler_pipeline,
+        generate_corpus,
+        write_corpus,
+    )
+
+    corpus = out / "corpus"
+    # Compact stories (~80 tokens, ~7.5 candidates): a small reader learns them on 2 CPU cores.
+    stories = generate_corpus(options.stories, options.seed, COMPACT_SHAPE)
+    info = write_corpus(corpus, stories, options.seed, COMPACT_SHAPE)
+    build_ruler_pipeline().to_disk(corpus / "entity_ruler")
+    console.print(f"wrote {info['stories']} stories to {corpus / 'stories'}")
+
+
+def _preprocess_corpus(options: DemoOptions, out: Path, console: Console) -> tuple[Path, str, dict]:
+    """2. Preprocessing with the real pipeline: the dataset folder, the NER model used and
+    the examples per split."""
+    from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
+
+    corpus, data = out / "corpus", out / "data"
+    model = _ner_model(options, corpus / "entity_ruler", console)
+    num_proc = max(1, min(options.num_proc, os.cpu_count() or 1))
+    result = preprocess(
+        [str(corpus / "stories")],
+        data,
+        PreprocessOptions(
+            spacy_model=model,
+            url_lists=str(corpus / "url_lists"),
+            num_proc=num_proc,
+            shard_size=max(16, options.stories // (4 * num_proc)),
+        ),
+        console=console,
+    )
+    examples = result.manifest.get("examples", {})
+    console.print(
+        f"{data}: " + ", ".join(f"{split} {count:,}" for split, count in examples.items())
+    )
+    return data, model, examples
+
+
+def _train(options: DemoOptions, config: Path, data: Path, out: Path) -> tuple[Any, str]:
+    """3. Training through the Lightning CLI with the shipped config and the demo piece: the
+    CLI (its trainer, model and data module) and the best checkpoint."""
+    from attentive_reader.training import run_cli
+
+    cli = run_cli(
+        [
+            "fit",
+            "--config", str(config),
+            "--config", str(configs_dir() / "demo" / "demo.yaml"),
+            "--data.path", str(data),
+            "--trainer.default_root_dir", str(out / "train"),
+            "--trainer.max_epochs", str(options.epochs),
+            "--seed_everything", str(options.seed),
+        ]
+    )  # fmt: skip
+    checkpoint = cli.trainer.checkpoint_callback.best_model_path
+    if not checkpoint:
+        raise UserError("training wrote no checkpoint (was the validation split empty?)")
+    return cli, checkpoint
+
+
+def _report(data: Path, checkpoint: str, out: Path, console: Console) -> tuple[Report, Path]:
+    """5. The evaluation report (exact accuracy, interval, breakdowns, baselines)."""
+    from attentive_reader.eval import evaluate
+
+    report = evaluate(data, [checkpoint], split="test", progress=console.print)
+    report_path = report.write(out / "report.json")
+    console.print(f"{report.split}: {report.num_examples} examples of {data}\n")
+    console.print(report.markdown(), markup=False, highlight=False)
+    return report, report_path
+
+
+def _heatmaps(
+    options: DemoOptions, checkpoint: str, data: Path, out: Path, console: Console
+) -> Path:
+    """6. Attention heatmaps of the first test examples, under ``out/heatmaps``."""
+    from attentive_reader.viz import checkpoint_heatmaps, write_heatmaps
+
+    heatmaps = out / "heatmaps"
+    pages = checkpoint_heatmaps(checkpoint, data, split="test", limit=options.heatmaps)
+    entries = write_heatmaps(
+        pages, heatmaps, title=f"Attention heatmaps: {Path(checkpoint).name} on test"
+    )
+    right = sum(e.correct for e in entries)
+    console.print(f"{len(entries)} examples ({right} correct) written to {heatmaps / 'index.html'}")
+    return heatmaps
 
 
 def _system_accuracies(report: Report) -> dict[str, dict]:

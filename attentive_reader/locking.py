@@ -1,5 +1,8 @@
 """One writer per output: an exclusive lock on every directory or file the toolkit writes.
 
+``waiting_lock(lock_file)`` is the blocking flavour, for work that a second process waits
+for and then reuses (the encoded-ids cache).
+
 ``output_lock(path, command)`` takes ``fcntl.flock`` on a lock file beside the output,
 ``PARENT/.NAME.lock``, which records the holder (process id, host, command). A second run on
 the same output fails at once with ``OutputInUse`` (a ``UserError``: one line, no traceback)
@@ -42,6 +45,24 @@ def _close_inherited() -> None:
 
 
 os.register_at_fork(after_in_child=_close_inherited)
+
+
+@contextmanager
+def waiting_lock(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_file`` for the ``with`` block, waiting for a
+    holder to release it (for work a second process should wait for, then reuse: the
+    encoded-ids cache). Creates the file and its folder; the file stays.
+
+    Raises:
+        OSError: the lock file cannot be created.
+    """
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 class OutputInUse(UserError):

@@ -30,6 +30,7 @@ from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
 from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.run_lock import LockingTrainer
+from attentive_reader.upstream import on_subcommand_parser
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 # Lightning's special --ckpt_path values, which name no file.
@@ -43,8 +44,25 @@ def _vocab_from_ckpt_path(ckpt_path: str | None) -> str | None:
     return ckpt_path
 
 
+class ReaderArgumentParser(LightningArgumentParser):
+    """The CLI's parser: ``ClozeDataModule``'s ``vocabulary`` (an object that
+    ``from_checkpoint`` passes in hand, never a command-line value) is left out."""
+
+    def add_class_arguments(
+        self, class_type: Any, nested_key: str | None = None, *args: Any, **kwargs: Any
+    ) -> list[str]:
+        if isinstance(class_type, type) and issubclass(class_type, ClozeDataModule):
+            kwargs["skip"] = {*(kwargs.get("skip") or ()), "vocabulary"}
+        return super().add_class_arguments(class_type, nested_key, *args, **kwargs)
+
+
+@on_subcommand_parser
 class ReaderCLI(LightningCLI):
     """The Lightning CLI with the links and callbacks the readers need."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("parser_class", ReaderArgumentParser)
+        super().__init__(*args, **kwargs)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.link_arguments(
@@ -64,16 +82,13 @@ class ReaderCLI(LightningCLI):
             }
         )
 
-    def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any):
-        parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
-        # Evaluating or resuming a checkpoint reads the data with the checkpoint's vocabulary:
-        # a link from --ckpt_path, which exists only once the subcommand's arguments do
-        # (LightningCLI adds it after add_arguments_to_parser; this private hook is the one
-        # place where both exist).
+    def configure_subcommand_parser(self, parser: LightningArgumentParser, subcommand: str) -> None:
+        """Evaluating or resuming a checkpoint reads the data with the checkpoint's
+        vocabulary: a link from --ckpt_path, which exists only once the subcommand's
+        arguments do (``upstream.on_subcommand_parser``)."""
         parser.link_arguments(
             "ckpt_path", "data.checkpoint", compute_fn=_vocab_from_ckpt_path, apply_on="parse"
         )
-        return parser
 
     def before_fit(self) -> None:
         line = effective_batch_line(self.trainer, getattr(self.datamodule, "batch_size", None))

@@ -84,11 +84,8 @@ def untrained_checkpoint(config: Path, words: int, spacy_model: str, out: Path) 
             },
         },
     }
-    from attentive_reader.corpus.entities import (
-        DEFAULT_LABELS,
-        load_pipeline,
-        pipeline_info,
-    )
+    from attentive_reader.corpus.entities import DEFAULT_LABELS
+    from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info
 
     checkpoint["ClozeDataModule"]["pipeline"]["spacy"] = pipeline_info(load_pipeline(spacy_model))
     checkpoint["ClozeDataModule"]["pipeline"]["labels"] = list(DEFAULT_LABELS)

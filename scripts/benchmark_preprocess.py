@@ -38,7 +38,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from attentive_reader.corpus.entities import load_pipeline
+from attentive_reader.corpus.pipeline import load_pipeline
 from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
 from attentive_reader.corpus.records import Story
 from attentive_reader.corpus.sources import iter_stories

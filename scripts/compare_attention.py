@@ -35,8 +35,8 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
+from attentive_reader.corpus.synthetic.toy import write_toy_dataset
 from attentive_reader.data.datamodule import ClozeDataModule
-from attentive_reader.data.toy import write_toy_dataset
 from attentive_reader.models import AttentiveReader, ClozeReader
 from attentive_reader.models.glimpse import GaussianGlimpseReader, TransformerGlimpseReader
 

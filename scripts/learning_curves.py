@@ -90,8 +90,8 @@ def _attentive_reader(argv: list[str]) -> None:
 def baselines(data: Path, split: str = "validation") -> dict[str, float]:
     """The paper's non-neural baselines on ``split`` of ``data``: expected accuracy under a
     random tie-break, as ``attentive-reader evaluate`` reports them."""
+    from attentive_reader.corpus.baselines import score_baselines
     from attentive_reader.eval import load_examples
-    from attentive_reader.eval.baselines import score_baselines
 
     scores = score_baselines(load_examples(data, split))
     return {name: result.accuracy for name, result in scores.items()}

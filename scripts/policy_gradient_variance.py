@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Variance of the hard-attention reader's policy-gradient estimate, per baseline.
 
-Trains a small ``HardAttentionReader`` on the generated cloze task (``data/toy.py``, or
+Trains a small ``HardAttentionReader`` on the generated cloze task (``corpus/synthetic/toy.py``, or
 ``--data DIR``) and, at chosen training steps, draws ``--repeats`` independent estimates of
 the REINFORCE gradient on one fixed validation batch (``--samples`` selections per example)
 with each baseline:
@@ -38,9 +38,9 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback
 
+from attentive_reader.corpus.synthetic.toy import write_toy_dataset
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.datamodule import ClozeDataModule
-from attentive_reader.data.toy import write_toy_dataset
 from attentive_reader.models.hard import HardAttentionReader
 from attentive_reader.nn.reinforce import (
     MovingAverageBaseline,

@@ -35,14 +35,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from attentive_reader.corpus.baselines import expected_credit
-from attentive_reader.corpus.records import (
-    PLACEHOLDER,
-    ClozeExample,
-    is_entity_marker,
-    load_dataset,
-)
+from attentive_reader.corpus.records import ClozeExample, load_dataset
 from attentive_reader.errors import UserError
 from attentive_reader.eval.anonymization import cluster_interval
+from attentive_reader.markers import PLACEHOLDER, is_entity_marker
 
 Transform = Callable[[ClozeExample], ClozeExample]
 _NOTHING = "@@no-match"  # a token no context holds

@@ -143,7 +143,7 @@ def test_query_names_take_the_documents_grouping(reader):
 
 
 def test_answer_json_and_heatmap(reader):
-    from attentive_reader.viz.heatmap import render_html
+    from attentive_reader.viz.html import render_html
 
     answer = reader.answer(ARTICLE + " <script>alert(1)</script>", "@placeholder smiled")
     data = answer.to_json(top=2)
@@ -227,7 +227,7 @@ def _edited_checkpoint(trained, tmp_path, edit):
 
 def test_the_recorded_pipeline_missing_different_or_absent(trained, tmp_path):
     from attentive_reader import Reader
-    from attentive_reader.api import PipelineWarning
+    from attentive_reader.api_prepare import PipelineWarning
 
     def missing(state):
         state["pipeline"]["spacy_model"] = None

@@ -1,5 +1,5 @@
-from attentive_reader import __version__
 from attentive_reader.cli import main
+from attentive_reader.version import __version__
 
 
 def test_version(capsys):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from attentive_reader.cli import main as cli_main
-from attentive_reader.data.toy import write_toy_dataset
+from attentive_reader.corpus.synthetic.toy import write_toy_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "configs" / "attentive_reader.yaml"

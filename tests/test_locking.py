@@ -138,3 +138,27 @@ def test_the_console_entry_tells_a_stray_fault_in_one_line(monkeypatch, capsys):
     assert cli_main(["export", "data", "--output", "/mnt/out"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "/mnt/out is on a read-only filesystem" in err
+
+
+def test_waiting_lock_makes_a_second_holder_wait_for_the_first(tmp_path):
+    import threading
+
+    from attentive_reader.locking import waiting_lock
+
+    lock_file = tmp_path / "cache" / ".vocab.lock"
+    order: list[str] = []
+    with waiting_lock(lock_file):
+        order.append("first")
+
+        def second() -> None:
+            with waiting_lock(lock_file):  # a second open file: flock makes it wait
+                order.append("second")
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        thread.join(timeout=0.5)
+        assert thread.is_alive() and order == ["first"]  # still waiting
+        order.append("released")
+    thread.join(timeout=10)
+    assert order == ["first", "released", "second"]
+    assert lock_file.is_file()  # the lock file stays for the next process

@@ -9,8 +9,8 @@ import pytest
 import pytorch_lightning as pl
 
 from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.corpus.synthetic.toy import RELATIONS, toy_example, write_toy_dataset
 from attentive_reader.data.datamodule import ClozeDataModule
-from attentive_reader.data.toy import RELATIONS, toy_example, write_toy_dataset
 from attentive_reader.models import AttentiveReader, ImpatientReader, UniformReader
 
 

@@ -14,8 +14,8 @@ import torch
 import yaml
 
 from attentive_reader.cli import main as cli_main
+from attentive_reader.corpus.synthetic.toy import write_toy_dataset
 from attentive_reader.data.datamodule import ClozeDataModule
-from attentive_reader.data.toy import write_toy_dataset
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.models import AttentiveReader

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from attentive_reader.errors import UserError
 from attentive_reader.faults import writing
+from attentive_reader.fileio import replacing, write_text_atomic
 
 if TYPE_CHECKING:
     from attentive_reader.api import Answer, Reader
@@ -108,7 +108,7 @@ def main(argv: list[str]) -> int:
         print_answer(answer, args.top)
         print(f"reader: {reader.provenance.describe()}")
     if args.heatmap:
-        from attentive_reader.viz.heatmap import render_html
+        from attentive_reader.viz.html import render_html
 
         _write_text(Path(args.heatmap), render_html(answer.heatmap(model=str(args.ckpt))))
         print(f"heatmap written to {args.heatmap}", file=sys.stderr)
@@ -172,13 +172,7 @@ def print_answer(answer: Answer, top: int, stream: TextIO | None = None) -> None
 def _write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` whole (a temporary sibling, then a rename)."""
     with writing(path, "answer"):
-        tmp = path.with_name(f".{path.name}.partial")
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        write_text_atomic(path, text)
 
 
 def _batch_lines(path: str) -> Iterator[tuple[int, tuple[str, str] | str]]:
@@ -221,8 +215,7 @@ def _batch(reader: Reader, args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         if out_path is not None:
             stack.enter_context(writing(out_path, "answer"))
-            tmp = out_path.with_name(f".{out_path.name}.partial")
-            stack.callback(tmp.unlink, missing_ok=True)  # after a failure: no half file
+            tmp = stack.enter_context(replacing(out_path))  # after a failure: no half file
             out: TextIO = stack.enter_context(open(tmp, "w", encoding="utf-8"))
         else:
             out = sys.stdout
@@ -245,8 +238,7 @@ def _batch(reader: Reader, args: argparse.Namespace) -> int:
                 record = {"line": number, **result.to_json(args.top)}
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
         if out_path is not None:
-            out.close()
-            os.replace(tmp, out_path)
+            out.close()  # before the stack renames it
     where = f" to {out_path}" if out_path is not None else ""
     print(
         f"answered {answered} questions{where}; {failed} bad lines"

@@ -30,7 +30,7 @@ figures from it, so they agree to the last digit.
 
 They live in ``corpus/`` (they need neither torch nor spaCy) so that the synthetic corpus's
 ground-truth baselines (``corpus.synthetic.frequency_baselines``) and the evaluation report
-(``eval.report``, which imports them through ``eval.baselines``) share one implementation.
+(``eval.report``) share one implementation.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from attentive_reader.corpus.records import PLACEHOLDER, ClozeExample
+from attentive_reader.checks import check_positive
+from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.markers import PLACEHOLDER
 
 BaselineName = Literal["maximum_frequency", "exclusive_frequency", "word_distance"]
 BASELINES: tuple[BaselineName, ...] = (
@@ -118,8 +120,7 @@ def word_distance_score(
     Raises:
         ValueError: if the query has no ``@placeholder`` or ``max_penalty`` is not positive.
     """
-    if max_penalty < 1:
-        raise ValueError(f"max_penalty must be a positive integer, got {max_penalty}")
+    check_positive(max_penalty=max_penalty)
     if PLACEHOLDER not in query:
         raise ValueError(f"the query has no {PLACEHOLDER}: {' '.join(query)!r}")
     if index is None:

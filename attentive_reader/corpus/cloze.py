@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from spacy.tokens import Doc
 
+from attentive_reader.checks import check_positive_or_none
 from attentive_reader.corpus.anonymize import (
     EntitySpan,
     anonymize,
@@ -47,20 +48,15 @@ from attentive_reader.corpus.anonymize import (
 from attentive_reader.corpus.entities import (
     DEFAULT_LABELS,
     Alias,
+    Entity,
     Key,
     alias_table,
     find_aliases,
     find_mentions,
 )
 from attentive_reader.corpus.grouping import group_mentions
-from attentive_reader.corpus.records import (
-    ClozeExample,
-    Skip,
-    Story,
-    entity_marker,
-    is_entity_marker,
-    safe_id,
-)
+from attentive_reader.corpus.records import ClozeExample, Skip, Story, safe_id
+from attentive_reader.markers import entity_marker, is_entity_marker
 
 
 @dataclass(frozen=True)
@@ -91,15 +87,7 @@ class ClozeOptions:
         if not self.labels:
             raise ValueError("labels is empty: give at least one spaCy NER label, e.g. PERSON")
         object.__setattr__(self, "labels", tuple(self.labels))
-        if self.max_context_tokens is not None and (
-            isinstance(self.max_context_tokens, bool)
-            or not isinstance(self.max_context_tokens, int)
-            or self.max_context_tokens < 1
-        ):
-            raise ValueError(
-                f"max_context_tokens must be a positive integer or None (no cap), "
-                f"got {self.max_context_tokens!r}"
-            )
+        check_positive_or_none(max_context_tokens=self.max_context_tokens)  # None: no cap
 
 
 def count_tokens(doc: Doc) -> int:
@@ -152,7 +140,42 @@ def make_examples(
             f"story {story.id}: the article has no entity with a label among "
             f"{', '.join(options.labels)}",
         )
+    article = _anonymized_article(article_doc, entities, options)
+    highlight_spans = _highlight_entities(highlight_docs, article, len(entities), options)
+    examples = _examples(story, highlight_docs, highlight_spans, article, options)
+    if not examples:
+        return Skip(
+            source,
+            "no_questions",
+            f"story {story.id}: no highlight mentions an entity of the article",
+        )
+    return examples
 
+
+@dataclass
+class _Article:
+    """The anonymized article of one story, as the highlights' questions need it.
+
+    Attributes:
+        table: the names of its entities (``alias_table``).
+        markers: entity id -> marker (the highlights' own entities are added after).
+        names: marker -> surface name (likewise).
+        context: the anonymized article tokens.
+        candidates: the markers in the context, by first occurrence.
+    """
+
+    table: dict[Key, Alias]
+    markers: dict[int, str]
+    names: dict[str, str]
+    context: tuple[str, ...]
+    candidates: tuple[str, ...]
+
+
+def _anonymized_article(
+    article_doc: Doc, entities: Sequence[Entity], options: ClozeOptions
+) -> _Article:
+    """The article with every name of its entities replaced by its marker: the NER mentions
+    and the names NER missed (``find_aliases``)."""
     table = alias_table(entities)
     ner_spans = [
         EntitySpan(m.start, m.end, entity.id, m.text)
@@ -165,58 +188,72 @@ def make_examples(
         for start, end, entity in find_aliases(article_doc, table, covered)
     ]
     markers = assign_markers(article_spans)
-    names = entity_map(ner_spans, markers)
     context = tuple(
         anonymize(
             [t.text for t in article_doc], article_spans, markers, lowercase=options.lowercase
         )
     )
     candidates = tuple(dict.fromkeys(t for t in context if is_entity_marker(t)))
-    in_context = set(candidates)
+    return _Article(table, markers, entity_map(ner_spans, markers), context, candidates)
 
+
+def _highlight_entities(
+    highlight_docs: Sequence[Doc], article: _Article, num_entities: int, options: ClozeOptions
+) -> list[list[EntitySpan]]:
+    """The entity spans of each highlight; an entity only a highlight names gets a marker
+    after the article's (and its longest name), in ``article.markers`` / ``names``."""
+    markers, names = article.markers, article.names
     extra: dict[Key, int] = {}  # highlight-only entities (NER'd highlights): key -> id
     highlight_spans = []
     for doc in highlight_docs:
-        spans = _highlight_spans(doc, table, extra, len(entities), options)
+        spans = _highlight_spans(doc, article.table, extra, num_entities, options)
         highlight_spans.append(spans)
-        for span in spans:  # highlight-only entities: markers after the article's
+        for span in spans:
             if span.entity not in markers:
                 markers[span.entity] = entity_marker(len(markers))
                 names[markers[span.entity]] = ""
             marker = markers[span.entity]
-            if span.entity >= len(entities) and len(span.text) > len(names[marker]):
+            if span.entity >= num_entities and len(span.text) > len(names[marker]):
                 names[marker] = span.text
+    return highlight_spans
 
+
+def _examples(
+    story: Story,
+    highlight_docs: Sequence[Doc],
+    highlight_spans: list[list[EntitySpan]],
+    article: _Article,
+    options: ClozeOptions,
+) -> list[ClozeExample]:
+    """One example per entity span of a highlight (whose answer is in the context, unless
+    ``require_answer_in_context`` is off), its entity map cut to the markers it uses."""
+    in_context = set(article.candidates)
     examples = []
     story_key = safe_id(story.id)
     for h, (doc, spans) in enumerate(zip(highlight_docs, highlight_spans)):
         tokens = [t.text for t in doc]
         for j, span in enumerate(spans):
-            answer = markers[span.entity]
+            answer = article.markers[span.entity]
             if options.require_answer_in_context and answer not in in_context:
                 continue
             query = tuple(
-                anonymize(tokens, spans, markers, lowercase=options.lowercase, placeholder=j)
+                anonymize(
+                    tokens, spans, article.markers, lowercase=options.lowercase, placeholder=j
+                )
             )
             used = in_context | {t for t in query if is_entity_marker(t)} | {answer}
             examples.append(
                 ClozeExample(
                     id=f"{story_key}_{h}_{j}",
                     story_id=story.id,
-                    context=context,
+                    context=article.context,
                     query=query,
                     answer=answer,
-                    candidates=candidates,
-                    entities={m: n for m, n in names.items() if m in used},
+                    candidates=article.candidates,
+                    entities={m: n for m, n in article.names.items() if m in used},
                     url=story.url,
                 )
             )
-    if not examples:
-        return Skip(
-            source,
-            "no_questions",
-            f"story {story.id}: no highlight mentions an entity of the article",
-        )
     return examples
 
 

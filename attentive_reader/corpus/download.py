@@ -34,6 +34,7 @@ from attentive_reader.corpus.catalog import CATALOG, Corpus, RemoteFile
 from attentive_reader.corpus.fetch import FetchError, FetchOptions, fetch
 from attentive_reader.errors import UserError
 from attentive_reader.faults import format_size, writing
+from attentive_reader.fileio import place
 
 PARTIAL_SUFFIX = ".part"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -218,7 +219,7 @@ def _download_file(
                 f"{url}: the file that arrived as {file.name} has {wrong}{_source(file)}; it "
                 f"was removed. {_by_hand(corpus, file, dest)}"
             )
-        os.replace(partial, target)
+        place(partial, target)
     _print(console, target, size, digest, file, "downloaded")
     return Downloaded(target, size, digest, fetched=True, checked=file.sha256 is not None)
 

@@ -44,18 +44,6 @@ from attentive_reader.corpus.names import (
     word_form,
 )
 
-# spaCy pipeline loading lives in corpus.pipeline; these names stay importable from here.
-from attentive_reader.corpus.pipeline import (  # noqa: F401
-    DEFAULT_MODELS,
-    EXCLUDED_COMPONENTS,
-    GLUED_PARENTHESIS,
-    INSTALL_HINT,
-    load_pipeline,
-    pipeline_info,
-    resolve_model,
-    split_glued_parentheses,
-)
-
 DEFAULT_LABELS: tuple[str, ...] = (
     "PERSON",
     "NORP",
@@ -315,70 +303,111 @@ def _split_glued(doc: Doc, mentions: list[Mention]) -> list[Mention]:
     when the owner is elsewhere a whole name ("Crystal Palace"); "People's Republic of
     China" stays whole unless the story names "People" alone.
     """
-    count: dict[Key, int] = {}
-    labels: dict[Key, set[str]] = {}
-    for mention in mentions:
-        count[mention.key] = count.get(mention.key, 0) + 1
-        labels.setdefault(mention.key, set()).add(mention.label)
-    # Surname -> the first words of the story's two-word person names ("treadwell": liam).
-    first_words: dict[Key, set[str]] = {}
-    for key, key_labels in labels.items():
-        if len(key) == 2 and "PERSON" in key_labels:
-            first_words.setdefault(key[1:], set()).add(key[0])
-
-    def someone_elses_surname(key: Key) -> bool:
-        """ "Aintree Treadwell": "Aintree" is no first name, "Treadwell" is "Liam Treadwell"."""
-        head = key[0]
-        if not head.isalpha() or is_first_name(head):  # initials ("B.B. King") stay whole
-            return False
-        return bool(first_words.get(key[1:], set()) - {head})
-
+    names = _GluedNames.of(mentions)
     result = []
     for mention in mentions:
         key = mention.key
         positions = [i for i in range(mention.start, mention.end) if not doc[i].is_space]
-        owner = next(
-            (n for n in range(1, len(key) - 1) if key[n] in _POSSESSIVES and key[:n] in count),
-            None,
-        )
+        owner = _possessive_owner(key, names)
         if owner is not None:  # "Crystal Palace's XI" after "Crystal Palace": the owner
             result.append(_mention(doc, mention.start, positions[owner - 1] + 1, mention.label))
             continue
-        cut = next(
-            (
-                n
-                for n in range(1, len(key))
-                if count[key] == 1
-                and key[:n] in count
-                and key[n:] in count
-                and (
-                    "PERSON" in labels[key[n:]]
-                    # "rivals Atletico Real Madrid attacking midfielder Isco", a PERSON to
-                    # NER, beside the teams "Atletico" and "Real Madrid"
-                    or (
-                        mention.label in NAME_LABELS
-                        and len(key) - n >= 2
-                        and not is_place(key[:n])
-                        and not labels[key[:n]] & PLACE_LABELS
-                    )
-                )
-                and (
-                    n >= 2
-                    or len(key) - n >= 2
-                    or _place_or_team(key[:n], labels[key[:n]])
-                    or someone_elses_surname(key)
-                )
-                and not is_prefixed(key[n:])
-            ),
-            None,
-        )
+        cut = next((n for n in range(1, len(key)) if _glued_at(mention, n, names)), None)
         if cut is None:
             result.append(mention)
             continue
-        head_label = sorted(labels[key[:cut]])[0]
+        head_label = sorted(names.labels[key[:cut]])[0]
         result.append(_mention(doc, mention.start, positions[cut - 1] + 1, head_label))
         result.append(_mention(doc, positions[cut], mention.end, mention.label))
     return result
+
+
+@dataclass(frozen=True)
+class _GluedNames:
+    """The story's mention keys, as ``_split_glued`` needs them.
+
+    Attributes:
+        count: key -> how many mentions have it.
+        labels: key -> their NER labels.
+        first_words: surname -> the first words of the story's two-word person names
+            ("treadwell" -> {"liam"}).
+    """
+
+    count: dict[Key, int]
+    labels: dict[Key, set[str]]
+    first_words: dict[Key, set[str]]
+
+    @classmethod
+    def of(cls, mentions: Sequence[Mention]) -> _GluedNames:
+        count: dict[Key, int] = {}
+        labels: dict[Key, set[str]] = {}
+        for mention in mentions:
+            count[mention.key] = count.get(mention.key, 0) + 1
+            labels.setdefault(mention.key, set()).add(mention.label)
+        first_words: dict[Key, set[str]] = {}
+        for key, key_labels in labels.items():
+            if len(key) == 2 and "PERSON" in key_labels:
+                first_words.setdefault(key[1:], set()).add(key[0])
+        return cls(count, labels, first_words)
+
+
+def _possessive_owner(key: Key, names: _GluedNames) -> int | None:
+    """The length of the owner before a possessive inside ``key`` when the owner is elsewhere
+    a whole name ("crystal palace 's xi" -> 2), else ``None``."""
+    return next(
+        (n for n in range(1, len(key) - 1) if key[n] in _POSSESSIVES and key[:n] in names.count),
+        None,
+    )
+
+
+def _glued_at(mention: Mention, n: int, names: _GluedNames) -> bool:
+    """Whether ``mention`` is two names glued after its ``n``-th word: it occurs once, both
+    parts are elsewhere whole names, the tail names someone, the head stands alone, and the
+    tail has no prefix ("anti-Saudi")."""
+    key = mention.key
+    head, tail = key[:n], key[n:]
+    return (
+        names.count[key] == 1
+        and head in names.count
+        and tail in names.count
+        and _tail_names_someone(mention, n, names)
+        and _head_stands_alone(key, n, names)
+        and not is_prefixed(tail)
+    )
+
+
+def _tail_names_someone(mention: Mention, n: int, names: _GluedNames) -> bool:
+    """The tail is a person to NER, or the mention is a person's name glued before a name of
+    two or more words that is no place ("rivals Atletico Real Madrid attacking midfielder
+    Isco", a PERSON to NER, beside the teams "Atletico" and "Real Madrid")."""
+    key = mention.key
+    head, tail = key[:n], key[n:]
+    return "PERSON" in names.labels[tail] or (
+        mention.label in NAME_LABELS
+        and len(tail) >= 2
+        and not is_place(head)
+        and not names.labels[head] & PLACE_LABELS
+    )
+
+
+def _head_stands_alone(key: Key, n: int, names: _GluedNames) -> bool:
+    """A two-word name is only cut after a known place, a name NER calls an organisation, or
+    someone else's surname (``_someone_elses_surname``); longer names always."""
+    head = key[:n]
+    return (
+        n >= 2
+        or len(key) - n >= 2
+        or _place_or_team(head, names.labels[head])
+        or _someone_elses_surname(key, names)
+    )
+
+
+def _someone_elses_surname(key: Key, names: _GluedNames) -> bool:
+    """ "Aintree Treadwell": "Aintree" is no first name, "Treadwell" is "Liam Treadwell"."""
+    head = key[0]
+    if not head.isalpha() or is_first_name(head):  # initials ("B.B. King") stay whole
+        return False
+    return bool(names.first_words.get(key[1:], set()) - {head})
 
 
 def _extend_cut_short(doc: Doc, mentions: list[Mention]) -> list[Mention]:
@@ -574,26 +603,3 @@ def find_aliases(
         (positions[s], positions[e - 1] + 1, entity)
         for s, e, entity in match_aliases(words, table, blocked_words)
     ]
-
-
-# Grouping moved to corpus.grouping (which imports this module); its names stay importable
-# from here, looked up on first use so that the two modules do not import each other.
-_MOVED_TO_GROUPING = frozenset(
-    {
-        "FEMALE_TITLES",
-        "GROUPING_RULES_VERSION",
-        "MALE_TITLES",
-        "TITLES",
-        "canonical_key",
-        "group_mentions",
-        "grouping_info",
-    }
-)
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED_TO_GROUPING:
-        from attentive_reader.corpus import grouping
-
-        return getattr(grouping, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

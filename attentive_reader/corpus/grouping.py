@@ -1,56 +1,24 @@
 """Grouping the mentions of one story into entities (coreference-lite).
 
 ``group_mentions`` groups the mentions (``corpus.entities.find_mentions``) of one story on
-the mention's *key* (its lowercased tokens):
+the mention's *canonical key*: its lowercased words, without a title before a person's
+name (rule 10, ``_untitled_keys``), mapped to the name tables' form (rules 5 to 7,
+``canonical_key``). Mentions with the same canonical key are one entity (rule 1, exact
+match). The other keys are visited longest first; each is offered to the rules of
+``RULES`` in their declared order, and the first rule that decides places it: in the
+entity (``Group``) it chooses, or in an entity of its own (``ALONE``). A rule is one
+function of the key and the grouping so far (``Grouping``), its guard first; adding or
+reordering a rule is one line of ``RULES``.
 
-1. Exact match: mentions with the same key are one entity, whatever their labels (the same
-   string always gets the same marker). "Obama" and "OBAMA" are one entity.
-2. Trailing sub-span: a shorter key that ends a longer key ("Obama" ends "Barack Obama",
-   "Barack Obama" ends "President Barack Obama") joins the entity of the longer key when
-   it is unambiguous, i.e. exactly one entity among the longer keys ends with it. Keys are
-   visited longest first, so "President Barack Obama", "Barack Obama" and "Obama" all end
-   up as one entity.
-3. Ambiguity: with two candidate entities ("Bill Clinton" and "Hillary Clinton", then
-   "Clinton") the shorter mention stays an entity of its own.
-4. Labels: rule 2 only links a shorter key to an entity whose labels agree with it (share
-   a label) or that is a ``PERSON``. The exception is there because the small English
-   models often label a lone surname ``ORG`` or ``GPE`` ("Barker" ORG after "Bob Barker"
-   PERSON); the cost is that a place "Washington" joins "George Washington" when a story
-   names both. Otherwise labels keep apart what only looks alike: "America" (GPE) does not
-   join "Without America" (WORK_OF_ART). Entities that fail this test are not candidates
-   either, so they cannot make a mention ambiguous.
-
-Later rules (issue 14; docs/anonymization.md has an example of each): demonyms, aliases,
-plurals and acronyms (``canonical_key``), first names and middle names (rule 4), a title
-before a name is ignored ("Mr Yeaman" is "Yeaman", rule 10, with a guard for a relative of
-the other gender), and a mention that is two names glued together by a lost full stop, or a
-name with a possessive inside, is cut (``corpus.entities._split_glued``). The
-labels GPE, LOC and FAC agree with each other. Version 4: a gendered title never joins a
-full name whose first name is of the other gender ("Mrs Saunders" / "Pete Saunders", by
-``names.first_name_gender``); a known place, or a word NER mostly calls a place, is a first
-name only when the first-name list knows it; a place's demonym never joins a longer name
-that is no place; a surname named twice goes to the story's lead when the other full names
-are named half as often; a name after a hyphen is no trailing part ("Williams-Mercedes");
-the short name of one organisation joins it (rule 11: "Southwest" ~ "Southwest Airlines").
-Version 5: a place joins a longer name only when NER calls that name a place in most of its
-mentions or its other words are place words (``PLACE_WORDS``: the city "Madrid" stays apart
-from the club "Real Madrid", "Wales" joins "New South Wales"); ``find_mentions`` extends a
-mention NER cut short of a longer name of the story ("Real Madrid striker", where NER read
-"Madrid") and cuts a person's name glued before a longer name ("Atletico Real Madrid").
-
-Version 6: ``find_mentions`` joins two mentions side by side that are one name NER cut in
-two (``corpus.joins``), drops a mention all in lowercase ("strawberry") and trims one that ran
-on into lowercase words ("Ibe for the incident"); a state's demonym is a form of the state
-("Californian", ``names.is_regional_form``) for mentions NER calls a nationality or a place
-(``REGION_LABELS``); and a place of the tables never joins a longer place of the tables
-("Australia" stays apart from "Western Australia", "Wales" from "New South Wales").
-
+Rule numbers are those of docs/anonymization.md ("Grouping mentions into entities"), which
+has an example of each rule and guard and the history of ``GROUPING_RULES_VERSION``.
 Entities are numbered (``Entity.id``) by their first NER mention in the document.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 from attentive_reader.corpus.entities import (
@@ -77,19 +45,8 @@ from attentive_reader.corpus.names import (
 )
 
 # Bumped whenever a grouping rule or name table changes the entities of some story, so that
-# datasets made before and after are told apart (manifest.json, resume keys). 1: exact
-# match, trailing sub-span, ambiguity, labels; 2: the rules of issue 14 (rules 4-9); 3:
-# titles, glued captions, inner possessives, middle names, a first name before the full
-# name, typographic apostrophes, place labels agreeing (rules 4, 10, 11); 4: first names
-# and their gender (name_genders.json) in the title and first-name guards, a word that is no
-# first name before someone else's surname cut, a demonym never joining a non-place; 5: a
-# place joins a longer name only when that is mostly a place to NER or its other words are
-# place words, a mention NER cut short of a longer name of the story is extended to it, a
-# person's name glued before a name of several words is cut; 6: two mentions side by side
-# that are one name are joined (``corpus.joins``: "Mary Pat" + "Christie", "Newcastle" +
-# "United"), a mention all in lowercase is dropped and one that ran on into lowercase words
-# trimmed, state demonyms join their state (region_forms.json), and two places of the tables
-# stay two ("Australia", "Western Australia").
+# datasets made before and after are told apart (manifest.json, resume keys). What each
+# version changed: docs/anonymization.md, "Rule versions".
 GROUPING_RULES_VERSION = 6
 
 
@@ -202,7 +159,7 @@ def _after_hyphen(words: Sequence[str], n: int) -> bool:
 
 
 def _dominant(
-    candidates: Sequence[int], weight: dict[int, int], first: Sequence[int] = ()
+    candidates: Sequence[int], weight: Sequence[int], first: Sequence[int] = ()
 ) -> int | None:
     """The one candidate, or the one named at least twice as often as any other (and at
     least 3 times, or twice when it is also the one named first: the story's lead, "Stan
@@ -272,202 +229,314 @@ def _title_gender(word: str) -> Literal["m", "f"] | None:
     return "m" if title in MALE_TITLES else "f" if title in FEMALE_TITLES else None
 
 
-def group_mentions(mentions: Sequence[Mention]) -> list[Entity]:
-    """Group the mentions of one document into entities (rules in the module docstring).
+@dataclass
+class Group:
+    """One entity while the rules build it.
 
-    Args:
-        mentions: the document's mentions, in document order.
-
-    Returns:
-        The entities, numbered (``Entity.id``) and ordered by first mention.
+    Attributes:
+        labels: the NER labels of its mentions.
+        count: how many mentions it has.
+        places: how many of them NER calls a place (GPE, LOC, FAC).
+        first: the index of its first mention in the document.
     """
+
+    labels: set[str]
+    count: int
+    places: int
+    first: int
+
+
+@dataclass
+class StoryKeys:
+    """What the rules know of the canonical keys of one story (``_story_keys``).
+
+    Attributes:
+        canonical: each mention key -> the key it is grouped on.
+        first: canonical key -> the index of its first mention.
+        labels: canonical key -> the NER labels of its mentions.
+        count: canonical key -> how many mentions it has.
+        words: canonical key -> the words of its first mention.
+        persons: canonical key -> how many of its mentions NER calls a person.
+        places: canonical key -> how many of its mentions NER calls a place.
+        titled: canonical keys of a name after a title ("Mr Lane" -> "lane": a surname).
+        kept_titles: canonical keys of a name whose title stayed (rule 10's guards).
+    """
+
+    canonical: dict[Key, Key]
+    first: dict[Key, int] = field(default_factory=dict)
+    labels: dict[Key, set[str]] = field(default_factory=dict)
+    count: dict[Key, int] = field(default_factory=dict)
+    words: dict[Key, tuple[str, ...]] = field(default_factory=dict)
+    persons: dict[Key, int] = field(default_factory=dict)
+    places: dict[Key, int] = field(default_factory=dict)
+    titled: set[Key] = field(default_factory=set)
+    kept_titles: set[Key] = field(default_factory=set)
+
+
+@dataclass
+class Grouping:
+    """The groups of the keys placed so far.
+
+    Attributes:
+        keys: the story's keys.
+        group_of: each placed canonical key -> its group (an index of ``groups``).
+        groups: the groups, in the order they were made.
+    """
+
+    keys: StoryKeys
+    group_of: dict[Key, int] = field(default_factory=dict)
+    groups: list[Group] = field(default_factory=list)
+
+    def candidates(self, fits: Callable[[Key, Group], bool]) -> list[int]:
+        """The groups, sorted, of the placed keys ``longer`` for which ``fits(longer, group)``."""
+        return sorted({g for longer, g in self.group_of.items() if fits(longer, self.groups[g])})
+
+    def counts(self) -> list[int]:
+        return [group.count for group in self.groups]
+
+    def place(self, key: Key, chosen: int | None) -> None:
+        """Put ``key`` in group ``chosen``, or in a new group of its own when ``None``."""
+        keys = self.keys
+        if chosen is None:
+            self.group_of[key] = len(self.groups)
+            group = Group(set(keys.labels[key]), keys.count[key], keys.places[key], keys.first[key])
+            self.groups.append(group)
+            return
+        self.group_of[key] = chosen
+        group = self.groups[chosen]
+        group.labels |= keys.labels[key]
+        group.count += keys.count[key]
+        group.places += keys.places[key]
+        group.first = min(group.first, keys.first[key])
+
+
+# What a rule returns to put a key in a group of its own, with no later rule asked.
+ALONE = -1
+# A rule: (key, grouping so far) -> the group the key joins, ``ALONE``, or ``None`` when the
+# rule does not decide (its guard fails, or no group fits); then the next rule is asked.
+Rule = Callable[[Key, Grouping], int | None]
+
+
+def _only(candidates: Sequence[int]) -> int | None:
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _a_place(group: Group, longer: Key, n: int) -> bool:
+    """Whether ``longer``'s group is a place: NER calls it one in more than half of its
+    mentions, or the words before the last ``n`` are place words ("New South Wales")."""
+    if 2 * group.places > group.count:
+        return True
+    return all(w in PLACE_WORDS or is_place((w,)) for w in longer[:-n])
+
+
+def _labels_agree(key: Key, longer: Key, group: Group, keys: StoryKeys) -> bool:
+    """Rules 4 and 9: whether ``key`` may be a trailing part of ``longer`` in ``group``."""
+    own, theirs = keys.labels[key], group.labels
+    if is_place(key) and own <= PLACE_LABELS | {"NORP"} and not _a_place(group, longer, len(key)):
+        # "Seoul" never joins "Dark Seoul", nor "Scottish" / "Scotland" the pollster
+        # "Ipsos MORI Scotland", nor the city "Madrid" the club "Real Madrid", which NER
+        # calls a facility once and an organisation five times (rule 9)
+        return False
+    if is_place(key) and is_place(longer):
+        return False  # two places of the tables: "Australia" and "Western Australia"
+    if longer in keys.kept_titles:
+        return False  # "Robertson" joins "Summer Robertson", not her father "Mr Robertson"
+    return bool(
+        own & theirs
+        or (own & PLACE_LABELS and theirs & PLACE_LABELS)  # "Palace" GPE, "Crystal Palace" FAC
+        or "PERSON" in theirs
+        # "Tomasz Lazar" mislabelled WORK_OF_ART, then "Lazar" PERSON (rule 4)
+        or ("PERSON" in own and theirs == {"WORK_OF_ART"} and _name_shaped(keys.words[longer]))
+    )
+
+
+def trailing_part(key: Key, grouping: Grouping) -> int | None:
+    """Rules 2, 3 and 9: a key that ends longer keys joins their one group, or the dominant
+    one (``_dominant``); with several and none dominant it stays alone. Guards: no longer key
+    with a prefix ("anti-Saudi") or after a hyphen ("Williams-Mercedes"), labels agreeing."""
+    keys = grouping.keys
+
+    def ends(longer: Key, group: Group) -> bool:
+        return (
+            len(longer) > len(key)
+            and longer[-len(key) :] == key
+            and not is_prefixed(longer)
+            and not _after_hyphen(keys.words.get(longer, ()), len(key))
+            and _labels_agree(key, longer, group, keys)
+        )
+
+    trailing = grouping.candidates(ends)
+    if not trailing:
+        return None
+    chosen = _dominant(trailing, grouping.counts(), [g.first for g in grouping.groups])
+    return ALONE if chosen is None else chosen
+
+
+def first_name(key: Key, grouping: Grouping) -> int | None:
+    """Rule 4: a first name joins the one full name it starts ("Richie" ~ "Richie Benaud",
+    "Donna" in "his parents, Donna and Peter Lane" ~ "Donna Lane"), one named before it
+    first. Guards: never a surname after a title ("Mr Lane"); a known place, or a word NER
+    calls a place, facility or organisation in more than two thirds of its mentions, only
+    when the name list knows it ("Aintree" never joins "Aintree Treadwell"; "Jordan" joins
+    "Jordan Henderson"); a later full name only for a name NER always calls a person (the
+    team "McLaren" stays apart from a later "McLaren Smith")."""
+    keys = grouping.keys
+    if len(key) != 1 or "PERSON" not in keys.labels[key] or key in keys.titled:
+        return None
+    placelike = is_place(key) or 3 * keys.persons[key] < keys.count[key]
+    if placelike and not is_first_name(key[0]):
+        return None
+
+    def starts(longer: Key, group: Group) -> bool:
+        return (
+            2 <= len(longer) <= 3
+            and longer[0] == key[0]
+            and longer not in keys.kept_titles
+            and "PERSON" in group.labels
+            and _name_shaped(keys.words.get(longer, ()))
+        )
+
+    leading = grouping.candidates(starts)
+    earlier = [g for g in leading if grouping.groups[g].first < keys.first[key]]
+    if not earlier and keys.labels[key] <= NAME_LABELS:
+        earlier = leading
+    return _dominant(earlier, grouping.counts())
+
+
+def middle_name(key: Key, grouping: Grouping) -> int | None:
+    """Rule 4: a name without the middle name joins the one full name ("Joshua Burns" ~
+    "Joshua Quincy Burns"). Guard: both names look like a person's."""
+    keys = grouping.keys
+    if len(key) != 2 or "PERSON" not in keys.labels[key]:
+        return None
+    if not _name_shaped(keys.words.get(key, ())):
+        return None
+    return _only(
+        grouping.candidates(
+            lambda longer, group: (
+                3 <= len(longer) <= 4
+                and (longer[0], longer[-1]) == key
+                and "PERSON" in group.labels
+                and _name_shaped(keys.words.get(longer, ()))
+            )
+        )
+    )
+
+
+def acronym(key: Key, grouping: Grouping) -> int | None:
+    """Rule 7: an acronym joins the one longer name whose initials it is ("FBI", "U.N.")."""
+    if len(key) != 1:
+        return None
+    words = grouping.keys.words
+    word = words.get(key, ("",))[0].replace(".", "")
+    if not (2 <= len(word) <= 6 and word.isalpha() and word.isupper()):
+        return None
+    return _only(
+        grouping.candidates(
+            lambda longer, group: (
+                len(longer) >= 2
+                and initials_of(words.get(longer, longer)).upper() == word
+                and not is_prefixed(longer)
+            )
+        )
+    )
+
+
+_ORGANISATION_LABELS = GROUP_LABELS | {"PRODUCT", "FAC"}
+
+
+def short_organisation(key: Key, grouping: Grouping) -> int | None:
+    """Rule 11: the short name of the one organisation or craft it starts, followed only by
+    words such as "Airlines", "University" or a number ("Southwest" ~ "Southwest Airlines",
+    "Progress" ~ "Progress 59"). Guards: a place never ("Atlanta" is not "Atlanta
+    Falcons"), nor a longer name of another kind ("Duke" joins "Duke University", not "Duke
+    Chapel")."""
+    labels = grouping.keys.labels[key]
+    if len(key) != 1 or not labels & (_ORGANISATION_LABELS | {"PERSON"}) or is_place(key):
+        return None
+    return _only(
+        grouping.candidates(
+            lambda longer, group: (
+                2 <= len(longer) <= 3
+                and longer[0] == key[0]
+                and all(w in ORGANISATION_WORDS or w.isdigit() for w in longer[1:])
+                and bool(group.labels & _ORGANISATION_LABELS)
+            )
+        )
+    )
+
+
+# The rules after exact match (rule 1), in the order they are asked.
+RULES: tuple[Rule, ...] = (trailing_part, first_name, middle_name, acronym, short_organisation)
+
+
+def _story_keys(mentions: Sequence[Mention]) -> StoryKeys:
+    """The canonical key of each mention (rules 5 to 7 and 10) and what is known of each."""
     raw_labels: dict[Key, set[str]] = {}
     for mention in mentions:
         raw_labels.setdefault(mention.key, set()).add(mention.label)
     untitled = _untitled_keys(mentions, raw_labels)
     plain = {k: canonical_key(untitled[k], raw_labels[k]) for k in raw_labels}
     canon = {k: canonical_key(untitled[k], raw_labels[k], plain.values()) for k in raw_labels}
-    titled = {canon[k] for k in raw_labels if untitled[k] != k}  # surnames: "Mr X" -> X
-    kept_titles = {canon[k] for k in raw_labels if _title_length(k) and untitled[k] == k}
-
-    first: dict[Key, int] = {}
-    labels: dict[Key, set[str]] = {}
-    count: dict[Key, int] = {}
-    words: dict[Key, tuple[str, ...]] = {}
-    person_count: dict[Key, int] = {}
-    place_count: dict[Key, int] = {}
+    keys = StoryKeys(
+        canonical=canon,
+        titled={canon[k] for k in raw_labels if untitled[k] != k},
+        kept_titles={canon[k] for k in raw_labels if _title_length(k) and untitled[k] == k},
+    )
     for i, mention in enumerate(mentions):
         key = canon[mention.key]
-        person_count[key] = person_count.get(key, 0) + (mention.label in NAME_LABELS)
-        place_count[key] = place_count.get(key, 0) + (mention.label in PLACE_LABELS)
-        first.setdefault(key, i)
-        labels.setdefault(key, set()).add(mention.label)
-        count[key] = count.get(key, 0) + 1
-        if len(mention.words) >= len(words.get(key, ())):
-            words.setdefault(key, mention.words)
+        keys.persons[key] = keys.persons.get(key, 0) + (mention.label in NAME_LABELS)
+        keys.places[key] = keys.places.get(key, 0) + (mention.label in PLACE_LABELS)
+        keys.first.setdefault(key, i)
+        keys.labels.setdefault(key, set()).add(mention.label)
+        keys.count[key] = keys.count.get(key, 0) + 1
+        keys.words.setdefault(key, mention.words)
+    return keys
 
-    # Rule 1 (exact match, on canonical keys) is grouping by key; the others attach keys.
-    group_of: dict[Key, int] = {}
-    group_labels: list[set[str]] = []
-    group_count: list[int] = []
-    group_places: list[int] = []  # mentions NER calls a place (GPE, LOC, FAC)
-    group_first: list[int] = []
 
-    def a_place(group: int, longer: Key, n: int) -> bool:
-        """Whether ``longer``'s group is a place: NER calls it one in more than half of its
-        mentions, or the words before the last ``n`` are place words ("New South Wales")."""
-        if 2 * group_places[group] > group_count[group]:
-            return True
-        return all(w in PLACE_WORDS or is_place((w,)) for w in longer[:-n])
-
-    def compatible(key: Key, group: int, longer: Key) -> bool:
-        own, theirs = labels[key], group_labels[group]
-        if (
-            is_place(key)
-            and own <= PLACE_LABELS | {"NORP"}
-            and not a_place(group, longer, len(key))
-        ):
-            # "Seoul" never joins "Dark Seoul", nor "Scottish" / "Scotland" the pollster
-            # "Ipsos MORI Scotland", nor the city "Madrid" the club "Real Madrid", which NER
-            # calls a facility once and an organisation five times (rule 9)
-            return False
-        if is_place(key) and is_place(longer):
-            return False  # two places of the tables: "Australia" and "Western Australia"
-        if longer in kept_titles:
-            return False  # "Robertson" joins "Summer Robertson", not her father "Mr Robertson"
-        return bool(
-            own & theirs
-            or (own & PLACE_LABELS and theirs & PLACE_LABELS)  # "Palace" GPE, "Crystal Palace" FAC
-            or "PERSON" in theirs
-            # "Tomasz Lazar" mislabelled WORK_OF_ART, then "Lazar" PERSON (rule 4)
-            or ("PERSON" in own and theirs == {"WORK_OF_ART"} and _name_shaped(words[longer]))
-        )
-
-    for key in sorted(first, key=lambda k: (-len(k), first[k])):
-        trailing = sorted(
-            {
-                group_of[longer]
-                for longer in group_of
-                if len(longer) > len(key)
-                and longer[-len(key) :] == key
-                and not is_prefixed(longer)
-                and not _after_hyphen(words.get(longer, ()), len(key))
-                and compatible(key, group_of[longer], longer)
-            }
-        )
-        chosen = _dominant(trailing, dict(enumerate(group_count)), group_first)
-        if (
-            chosen is None
-            and not trailing
-            and len(key) == 1
-            and "PERSON" in labels[key]
-            and key not in titled  # "Mr Lane" -> "Lane" is a surname
-        ):
-            # Rule 4: a first name joins the one full name it starts ("Richie" ~ "Richie
-            # Benaud", "Donna" in "his parents, Donna and Peter Lane" ~ "Donna Lane").
-            # Guard: a known place, or a word NER calls a place, facility or organisation
-            # in more than two thirds of its mentions, is only a first name when the name
-            # list knows it ("Aintree" the racecourse never joins "Aintree Treadwell";
-            # "Jordan" still joins "Jordan Henderson").
-            placelike = is_place(key) or 3 * person_count[key] < count[key]
-            leading = {
-                group_of[longer]
-                for longer in group_of
-                if (not placelike or is_first_name(key[0]))
-                and 2 <= len(longer) <= 3
-                and longer[0] == key[0]
-                and longer not in kept_titles
-                and "PERSON" in group_labels[group_of[longer]]
-                and _name_shaped(words.get(longer, ()))
-            }
-            # The full names named before it first; else, a later one, and then only for a
-            # name NER always calls a person (the team "McLaren" stays apart from a later
-            # "McLaren Smith").
-            earlier = sorted(g for g in leading if group_first[g] < first[key])
-            if not earlier and labels[key] <= NAME_LABELS:
-                earlier = sorted(leading)
-            chosen = _dominant(earlier, dict(enumerate(group_count)))
-        if chosen is None and not trailing and len(key) == 2 and "PERSON" in labels[key]:
-            # Rule 4: a name without the middle name ("Joshua Burns" ~ "Joshua Quincy Burns").
-            fuller = sorted(
-                {
-                    group_of[longer]
-                    for longer in group_of
-                    if 3 <= len(longer) <= 4
-                    and (longer[0], longer[-1]) == key
-                    and "PERSON" in group_labels[group_of[longer]]
-                    and _name_shaped(words.get(longer, ()))
-                }
-            )
-            if _name_shaped(words.get(key, ())):
-                chosen = fuller[0] if len(fuller) == 1 else None
-        if chosen is None and not trailing and len(key) == 1:
-            # Rule 8: an acronym of exactly one longer name ("FBI", "U.N.").
-            word = words.get(key, ("",))[0].replace(".", "")
-            if 2 <= len(word) <= 6 and word.isalpha() and word.isupper():
-                expanding = sorted(
-                    {
-                        group_of[longer]
-                        for longer in group_of
-                        if len(longer) >= 2
-                        and initials_of(words.get(longer, longer)).upper() == word
-                        and not is_prefixed(longer)
-                    }
-                )
-                chosen = expanding[0] if len(expanding) == 1 else None
-        if (
-            chosen is None
-            and not trailing
-            and len(key) == 1
-            and labels[key] & (GROUP_LABELS | {"PRODUCT", "FAC", "PERSON"})
-            and not is_place(key)
-        ):
-            # Rule 11: the short name of exactly one organisation or craft it starts,
-            # followed only by words such as "Airlines", "University" or a number
-            # ("Southwest" ~ "Southwest Airlines", "Progress" ~ "Progress 59"). Guards: a
-            # place never ("Atlanta" is not "Atlanta Falcons"), nor a longer name of
-            # another kind ("Duke" joins "Duke University", not "Duke Chapel").
-            starting = sorted(
-                {
-                    group_of[longer]
-                    for longer in group_of
-                    if 2 <= len(longer) <= 3
-                    and longer[0] == key[0]
-                    and all(w in ORGANISATION_WORDS or w.isdigit() for w in longer[1:])
-                    and group_labels[group_of[longer]] & (GROUP_LABELS | {"PRODUCT", "FAC"})
-                }
-            )
-            chosen = starting[0] if len(starting) == 1 else None
+def _decide(key: Key, grouping: Grouping, rules: Sequence[Rule]) -> int | None:
+    """The group the first deciding rule puts ``key`` in, or ``None`` for a new one."""
+    for rule in rules:
+        chosen = rule(key, grouping)
         if chosen is not None:
-            group_of[key] = chosen
-            group_labels[chosen] |= labels[key]
-            group_count[chosen] += count[key]
-            group_places[chosen] += place_count[key]
-            group_first[chosen] = min(group_first[chosen], first[key])
-        else:
-            group_of[key] = len(group_labels)
-            group_labels.append(set(labels[key]))
-            group_count.append(count[key])
-            group_places.append(place_count[key])
-            group_first.append(first[key])
+            return None if chosen == ALONE else chosen
+    return None
 
+
+def group_mentions(
+    mentions: Sequence[Mention], rules: Sequence[Rule] | None = None
+) -> list[Entity]:
+    """Group the mentions of one document into entities (rules in the module docstring).
+
+    Args:
+        mentions: the document's mentions, in document order.
+        rules: the rules after exact match, in the order they are asked; ``RULES`` when
+            ``None`` (another list tries a rule out: ``(*RULES, my_rule)``).
+
+    Returns:
+        The entities, numbered (``Entity.id``) and ordered by first mention.
+    """
+    keys = _story_keys(mentions)
+    grouping = Grouping(keys)
+    for key in sorted(keys.first, key=lambda k: (-len(k), keys.first[k])):
+        grouping.place(key, _decide(key, grouping, RULES if rules is None else rules))
     members: dict[int, list[Mention]] = {}
     for mention in mentions:
-        members.setdefault(group_of[canon[mention.key]], []).append(mention)
-    entities = []
-    for number, group in enumerate(sorted(members, key=lambda g: min(m.start for m in members[g]))):
-        ordered = sorted(members[group], key=lambda m: m.start)
-        name = ""
-        for mention in ordered:
-            if len(mention.text) > len(name):
-                name = mention.text
-        entities.append(
-            Entity(
-                id=number,
-                name=name,
-                labels=tuple(sorted({m.label for m in ordered})),
-                keys=tuple(dict.fromkeys(m.key for m in ordered)),
-                mentions=tuple(ordered),
-            )
-        )
-    return entities
+        members.setdefault(grouping.group_of[keys.canonical[mention.key]], []).append(mention)
+    ordered = sorted(members.values(), key=lambda group: min(m.start for m in group))
+    return [_entity(number, group) for number, group in enumerate(ordered)]
+
+
+def _entity(number: int, mentions: list[Mention]) -> Entity:
+    ordered = sorted(mentions, key=lambda m: m.start)
+    name = ""
+    for mention in ordered:
+        if len(mention.text) > len(name):
+            name = mention.text
+    return Entity(
+        id=number,
+        name=name,
+        labels=tuple(sorted({m.label for m in ordered})),
+        keys=tuple(dict.fromkeys(m.key for m in ordered)),
+        mentions=tuple(ordered),
+    )

@@ -12,10 +12,8 @@ different machines add up to the same manifest as a single run.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +21,7 @@ from pathlib import Path
 from rich.table import Table
 
 from attentive_reader.corpus.records import SPLITS, ClozeExample, Skip
+from attentive_reader.errors import UserError
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "attentive-reader/cloze-dataset"
@@ -285,31 +284,22 @@ def build_manifest(
     return manifest
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
-    """Write ``data`` as JSON to ``path`` through a temporary file and a rename."""
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename: a reader of
-    ``path`` sees the old file or the whole new one, never a part."""
-    tmp = path.with_name(f".{path.name}.tmp-{socket.gethostname()}-{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:  # e.g. a full disk: leave no partial file behind
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise
-
-
 def read_manifest(directory: str | os.PathLike) -> dict | None:
-    """The manifest in ``directory``, or ``None`` when there is none (or it is unreadable)."""
+    """The manifest in ``directory``, or ``None`` when it has none (or one of another format:
+    a folder that is no cloze dataset of this toolkit).
+
+    Raises:
+        UserError: the manifest cannot be read or is not valid JSON (the file is named).
+    """
     path = Path(directory) / MANIFEST_NAME
+    if not path.is_file():
+        return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    except (OSError, ValueError) as err:
+        raise UserError(
+            f"{path}: not a readable JSON manifest ({err}); preprocess the dataset again"
+        ) from None
     return data if isinstance(data, dict) and data.get("format") == MANIFEST_FORMAT else None
 
 

@@ -69,8 +69,8 @@ def prepare_output(
     if not out.exists() or not any(out.iterdir()):
         out.mkdir(parents=True, exist_ok=True)
         return "fresh"
-    manifest = read_manifest(out)
     if not overwrite and state is not None:
+        manifest = read_manifest(out)  # --overwrite replaces even an unreadable one
         if manifest is not None and _manifest_state(manifest) == state:
             return "up_to_date"
         try:

@@ -44,7 +44,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -55,9 +55,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from rich.console import Console
+from rich.progress import Progress
 from spacy.language import Language
 
-from attentive_reader import __version__
 from attentive_reader.corpus.console import Estimate, progress_bar
 from attentive_reader.corpus.grouping import GROUPING_RULES_VERSION, grouping_info
 from attentive_reader.corpus.manifest import (
@@ -66,7 +66,6 @@ from attentive_reader.corpus.manifest import (
     build_manifest,
     read_manifest,
     total,
-    write_json_atomic,
 )
 from attentive_reader.corpus.options import PreprocessOptions, PreprocessResult
 from attentive_reader.corpus.outdir import (
@@ -98,6 +97,8 @@ from attentive_reader.corpus.synthetic.files import synthetic_origin
 from attentive_reader.corpus.workers import ShardPool
 from attentive_reader.errors import UserError
 from attentive_reader.faults import WriteGuard, writing
+from attentive_reader.fileio import place, write_json_atomic
+from attentive_reader.version import __version__
 
 if TYPE_CHECKING:  # the optional engine (pip install "attentive-reader[cluster]")
     from attentive_reader.corpus.cluster import ClusterPool
@@ -163,15 +164,15 @@ def _write_dataset(shard_files: Sequence[Path], out: Path, manifest: dict) -> No
         elif path.exists():
             path.unlink()
     for split in SPLITS:
-        os.replace(tmp / "dataset" / split, out / split)
-    os.replace(tmp / "dataset" / "dataset_dict.json", out / "dataset_dict.json")
+        place(tmp / "dataset" / split, out / split)
+    place(tmp / "dataset" / "dataset_dict.json", out / "dataset_dict.json")
 
 
 def _finish(out: Path, shard_files: Sequence[Path], manifest: dict) -> None:
     # Everything that needs space is written under DIR/.tmp; then only renames follow, the
     # manifest last, so a full disk never leaves a dataset without its manifest.
     _write_dataset(shard_files, out, manifest)
-    os.replace(out / TMP_DIR / MANIFEST_NAME, out / MANIFEST_NAME)
+    place(out / TMP_DIR / MANIFEST_NAME, out / MANIFEST_NAME)
     shutil.rmtree(out / TMP_DIR, ignore_errors=True)
 
 
@@ -299,6 +300,25 @@ class _Progress:
     total_shards: int = 0
 
 
+@dataclass
+class _Run:
+    """One preprocessing run, prepared: what every step after ``_prepared_run`` reads."""
+
+    inputs: Sequence[str]
+    kinds: list
+    options: PreprocessOptions
+    pipeline: _Pipeline
+    url_lists: UrlLists | None
+    run_key: str
+    status: str
+    out: Path
+    shards: Path
+
+    @property
+    def partial(self) -> bool:
+        return self.options.num_shards > 1
+
+
 def _preprocess(
     inputs: Sequence[str],
     out: Path,
@@ -312,126 +332,16 @@ def _preprocess(
     if options.engine == "dask":
         _cluster_engine()  # installed? (before anything is loaded or written)
     console = console or Console(stderr=True)
-    kinds = input_kinds(inputs)
-    url_lists = UrlLists.from_dir(options.url_lists) if options.url_lists else None
-    pipeline = _pipeline(options, kinds)
-    nlp = pipeline.nlp
-    fields = run_key_fields(inputs, kinds, options, pipeline.model)
-    run_key = hashlib.sha1(json.dumps(fields, sort_keys=True).encode()).hexdigest()
-    state = run_state(run_key, options)
-    partial = options.num_shards > 1
-
-    status = prepare_output(out, state, options.overwrite)
-    if status == "up_to_date":
-        if not partial:  # left behind by a run killed after it finished
-            shutil.rmtree(out / SHARDS_DIR, ignore_errors=True)
-        shutil.rmtree(out / TMP_DIR, ignore_errors=True)
+    run = _prepared_run(inputs, out, options)
+    if run.status == "up_to_date":
         return PreprocessResult(out, read_manifest(out) or {}, "up_to_date")
-    shards = out / SHARDS_DIR
-    shards.mkdir(exist_ok=True)
-    for stale in shards.glob(".*.tmp-*"):
-        stale.unlink()
-    write_json_atomic(shards / RUN_FILE, state)
-
-    cloze = options.cloze_options()
-    estimate = Estimate(inputs, kinds, out, options, guard, console, progress is not False)
-    done = _Progress()
-    pool: ShardPool | ClusterPool | None = None
+    estimate = Estimate(inputs, run.kinds, out, options, guard, console, progress is not False)
     bar = progress_bar(console, console.is_terminal if progress is None else progress)
-    try:
-        pool = _open_pool(options, pipeline)
-        with bar:
-            task_id = bar.add_task("preprocessing", total=None)
-
-            def advance(n: int) -> None:
-                bar.advance(task_id, n)
-
-            def collect() -> None:
-                assert pool is not None
-                index, shard_counts = pool.collect()
-                done.counts[index] = shard_counts
-                estimate.shard_done(shards, index)
-                done.records_processed += shard_counts.read
-                advance(shard_counts.read)
-
-            items = iter_items(inputs, kinds, options, url_lists)
-            for index, chunk in enumerate(chunks(items, options.shard_size)):
-                done.total_shards = index + 1
-                if index % options.num_shards != options.shard_index:
-                    continue
-                key = shard_key(run_key, index, chunk)
-                estimate.shard_started(index, chunk)
-                finished = finished_shard(shards, index, key)
-                if finished is not None:
-                    done.counts[index] = finished
-                    estimate.shard_done(shards, index)
-                    done.reused += 1
-                    advance(finished.read)
-                    continue
-                task = ShardTask(
-                    index, key, tuple(chunk), str(shards), cloze, options.batch_size, options.strict
-                )
-                done.processed += 1
-                if pool is None:
-                    done.counts[index] = process_shard(task, nlp, on_record=advance)
-                    done.records_processed += done.counts[index].read
-                    estimate.shard_done(shards, index)
-                else:
-                    while pool.in_flight >= 2 * pool.slots:
-                        collect()
-                    pool.submit(task)
-            while pool is not None and pool.in_flight:
-                collect()
-    except BaseException as error:
-        if pool is not None:
-            pool.terminate()
-        finished_count = len(list(shards.glob("shard-*.json")))
-        if not finished_count and status == "fresh":  # nothing worth resuming: leave no debris
-            try:
-                clear_output(out)
-            except OSError:  # a read-only folder: nothing was written there anyway
-                pass
-        elif isinstance(error, KeyboardInterrupt):
-            console.print(
-                f"interrupted: {finished_count} finished shards are kept in {shards}; run the "
-                "same command again to resume",
-                soft_wrap=True,
-            )
-        raise
-    if pool is not None:
-        pool.close()
-
+    done = _run_shards(run, estimate, bar, console)
     if done.total_shards == 0:
         clear_output(out)
         raise UserError(f"no story or question was found in {', '.join(inputs)}")
-    ordered = sorted(done.counts)
-    part = (
-        {
-            "num_shards": options.num_shards,
-            "shard_index": options.shard_index,
-            "total_shards": done.total_shards,
-            "shard_indices": ordered,
-        }
-        if partial
-        else None
-    )
-    manifest = build_manifest(
-        inputs=[{"path": input_identity(p, k), "kind": k} for p, k in zip(inputs, kinds)],
-        options=options.to_json(),
-        pipeline=pipeline.info,
-        toolkit_version=__version__,
-        grouping=grouping_info(),
-        run_key=run_key,
-        counts=total(done.counts[i] for i in ordered),
-        num_shards=done.total_shards,
-        partial=part,
-        synthetic=synthetic_origin(inputs, options.url_lists),
-    )
-    if partial:
-        write_json_atomic(out / MANIFEST_NAME, manifest)
-    else:
-        _finish(out, [shard_paths(shards, i)[0] for i in ordered], manifest)
-        shutil.rmtree(shards)
+    manifest = _write_manifest(run, done)
     return PreprocessResult(
         out,
         manifest,
@@ -441,6 +351,148 @@ def _preprocess(
         seconds=time.perf_counter() - started,
         records_processed=done.records_processed,
     )
+
+
+def _prepared_run(inputs: Sequence[str], out: Path, options: PreprocessOptions) -> _Run:
+    """The run's pipeline and key, and its output folder checked (``prepare_output``): an
+    up-to-date output is cleaned of leftovers; else the shard folder is ready."""
+    kinds = input_kinds(inputs)
+    url_lists = UrlLists.from_dir(options.url_lists) if options.url_lists else None
+    pipeline = _pipeline(options, kinds)
+    fields = run_key_fields(inputs, kinds, options, pipeline.model)
+    run_key = hashlib.sha1(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+    state = run_state(run_key, options)
+    status = prepare_output(out, state, options.overwrite)
+    shards = out / SHARDS_DIR
+    run = _Run(inputs, kinds, options, pipeline, url_lists, run_key, status, out, shards)
+    if status == "up_to_date":
+        if not run.partial:  # left behind by a run killed after it finished
+            shutil.rmtree(shards, ignore_errors=True)
+        shutil.rmtree(out / TMP_DIR, ignore_errors=True)
+        return run
+    shards.mkdir(exist_ok=True)
+    for stale in shards.glob(".*.tmp-*"):
+        stale.unlink()
+    write_json_atomic(shards / RUN_FILE, state)
+    return run
+
+
+def _run_shards(run: _Run, estimate: Estimate, bar: Progress, console: Console) -> _Progress:
+    """Process (or reuse) every shard of this run, in this process or a pool's workers.
+
+    On an error nothing worth resuming is left behind (a fresh output is cleared); after an
+    interrupt the finished shards are kept, and the message says how to resume.
+    """
+    done = _Progress()
+    pool: ShardPool | ClusterPool | None = None
+    try:
+        pool = _open_pool(run.options, run.pipeline)
+        with bar:
+            task_id = bar.add_task("preprocessing", total=None)
+            _dispatch_shards(run, pool, estimate, done, lambda n: bar.advance(task_id, n))
+    except BaseException as error:
+        if pool is not None:
+            pool.terminate()
+        finished_count = len(list(run.shards.glob("shard-*.json")))
+        if not finished_count and run.status == "fresh":  # nothing to resume: leave no debris
+            try:
+                clear_output(run.out)
+            except OSError:  # a read-only folder: nothing was written there anyway
+                pass
+        elif isinstance(error, KeyboardInterrupt):
+            console.print(
+                f"interrupted: {finished_count} finished shards are kept in {run.shards}; run "
+                "the same command again to resume",
+                soft_wrap=True,
+            )
+        raise
+    if pool is not None:
+        pool.close()
+    return done
+
+
+def _dispatch_shards(
+    run: _Run,
+    pool: ShardPool | ClusterPool | None,
+    estimate: Estimate,
+    done: _Progress,
+    advance: Callable[[int], object],
+) -> None:
+    """The shard loop: this run's shards of the plan, each reused when finished before,
+    else processed here (no pool) or submitted, at most two per worker slot in flight."""
+    options, shards = run.options, run.shards
+    cloze = options.cloze_options()
+
+    def collect() -> None:
+        assert pool is not None
+        index, shard_counts = pool.collect()
+        done.counts[index] = shard_counts
+        estimate.shard_done(shards, index)
+        done.records_processed += shard_counts.read
+        advance(shard_counts.read)
+
+    items = iter_items(run.inputs, run.kinds, options, run.url_lists)
+    for index, chunk in enumerate(chunks(items, options.shard_size)):
+        done.total_shards = index + 1
+        if index % options.num_shards != options.shard_index:
+            continue
+        key = shard_key(run.run_key, index, chunk)
+        estimate.shard_started(index, chunk)
+        finished = finished_shard(shards, index, key)
+        if finished is not None:
+            done.counts[index] = finished
+            estimate.shard_done(shards, index)
+            done.reused += 1
+            advance(finished.read)
+            continue
+        task = ShardTask(
+            index, key, tuple(chunk), str(shards), cloze, options.batch_size, options.strict
+        )
+        done.processed += 1
+        if pool is None:
+            done.counts[index] = process_shard(task, run.pipeline.nlp, on_record=advance)
+            done.records_processed += done.counts[index].read
+            estimate.shard_done(shards, index)
+        else:
+            while pool.in_flight >= 2 * pool.slots:
+                collect()
+            pool.submit(task)
+    while pool is not None and pool.in_flight:
+        collect()
+
+
+def _write_manifest(run: _Run, done: _Progress) -> dict:
+    """The run's manifest; a whole run also moves its dataset into place (``_finish``)."""
+    options, inputs = run.options, run.inputs
+    ordered = sorted(done.counts)
+    part = (
+        {
+            "num_shards": options.num_shards,
+            "shard_index": options.shard_index,
+            "total_shards": done.total_shards,
+            "shard_indices": ordered,
+        }
+        if run.partial
+        else None
+    )
+    manifest = build_manifest(
+        inputs=[{"path": input_identity(p, k), "kind": k} for p, k in zip(inputs, run.kinds)],
+        options=options.to_json(),
+        pipeline=run.pipeline.info,
+        toolkit_version=__version__,
+        grouping=grouping_info(),
+        run_key=run.run_key,
+        counts=total(done.counts[i] for i in ordered),
+        num_shards=done.total_shards,
+        partial=part,
+        synthetic=synthetic_origin(inputs, options.url_lists),
+    )
+    if run.partial:
+        write_json_atomic(run.out / MANIFEST_NAME, manifest)
+    else:
+        _finish(run.out, [shard_paths(run.shards, i)[0] for i in ordered], manifest)
+        shutil.rmtree(run.shards)
+    return manifest
 
 
 def merge(

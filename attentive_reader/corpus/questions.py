@@ -29,11 +29,9 @@ from pathlib import Path, PurePosixPath
 import datasets
 
 from attentive_reader.corpus.records import (
-    PLACEHOLDER,
     SPLITS,
     ClozeExample,
     Skip,
-    is_entity_marker,
     is_safe_id,
     load_dataset,
     safe_id,
@@ -48,6 +46,8 @@ from attentive_reader.corpus.sources import (
 )
 from attentive_reader.errors import UserError
 from attentive_reader.faults import writing
+from attentive_reader.fileio import place
+from attentive_reader.markers import PLACEHOLDER, is_entity_marker
 
 PSEUDO_URL_PREFIX = "urn:attentive-reader:story:"
 # split -> the folder name of the DeepMind release, and back
@@ -310,7 +310,7 @@ def export_questions(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike)
         counts = _write_questions(loaded, dataset_dir, partial)
         if out.exists():
             out.rmdir()  # empty, checked above
-        os.replace(partial, out)
+        place(partial, out)
     return counts
 
 

@@ -17,8 +17,6 @@ import datasets
 
 from attentive_reader.errors import UserError
 
-PLACEHOLDER = "@placeholder"
-ENTITY_PREFIX = "@entity"
 Split = Literal["train", "validation", "test"]
 SPLITS: tuple[Split, ...] = ("train", "validation", "test")
 
@@ -39,26 +37,6 @@ def safe_id(value: str) -> str:
     """
     value = _UNSAFE_CHARS.sub("_", value.strip())
     return value if is_safe_id(value) else f"_{value}"
-
-
-def entity_marker(index: int) -> str:
-    """The marker of entity ``index`` (``@entity0``, ``@entity1``, ...)."""
-    return f"{ENTITY_PREFIX}{index}"
-
-
-def entity_index(marker: str) -> int:
-    """The number in an entity marker: ``entity_index("@entity12") == 12``.
-
-    Raises:
-        ValueError: if ``marker`` is not of the form ``@entityN``.
-    """
-    if not marker.startswith(ENTITY_PREFIX) or not marker[len(ENTITY_PREFIX) :].isdigit():
-        raise ValueError(f"not an entity marker: {marker!r}")
-    return int(marker[len(ENTITY_PREFIX) :])
-
-
-def is_entity_marker(token: str) -> bool:
-    return token.startswith(ENTITY_PREFIX) and token[len(ENTITY_PREFIX) :].isdigit()
 
 
 @dataclass(frozen=True)

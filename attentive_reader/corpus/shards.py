@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import socket
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,7 +21,7 @@ import pyarrow.parquet as pq
 from spacy.language import Language
 
 from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
-from attentive_reader.corpus.manifest import ShardCounts, write_json_atomic
+from attentive_reader.corpus.manifest import ShardCounts
 from attentive_reader.corpus.options import PreprocessOptions
 from attentive_reader.corpus.questions import iter_questions
 from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample, Skip, Story
@@ -39,6 +37,7 @@ from attentive_reader.corpus.sources import (
     url_sha1,
 )
 from attentive_reader.errors import UserError
+from attentive_reader.fileio import replacing, write_json_atomic
 
 # Examples buffered by a worker before they are written to the shard's parquet file.
 ROWS_PER_WRITE = 512
@@ -266,69 +265,81 @@ def process_shard(
     Raises:
         UserError: with ``task.strict``, the first story that fails.
     """
-    directory = Path(task.directory)
-    parquet_path, json_path = shard_paths(directory, task.index)
-    # Named by host and process: the workers of a cluster share the folder.
-    tmp = directory / f".{parquet_path.name}.tmp-{socket.gethostname()}-{os.getpid()}"
+    parquet_path, json_path = shard_paths(Path(task.directory), task.index)
     counts = ShardCounts()
-    rows: list[dict] = []
+    # The temporary file is named by host and process: the workers of a cluster share the
+    # folder.
+    with replacing(parquet_path) as tmp:
+        writer = pq.ParquetWriter(tmp, SHARD_SCHEMA)
+        try:
+            _write_shard_rows(task, nlp, writer, counts, on_record)
+            writer.close()
+        except BaseException:
+            try:  # closing flushes, and fails again on a full disk: keep the first error
+                writer.close()
+            except OSError:
+                pass
+            raise
+    write_json_atomic(json_path, {"index": task.index, "key": task.key, "counts": counts.to_json()})
+    return counts
+
+
+def _ner_docs(task: ShardTask, nlp: Language | None) -> Iterator[tuple[object, tuple]]:
+    """``(NER doc, (story, tokenized doc or None))`` per story of the shard, in order; a story
+    over the context cap gets an empty NER doc (``make_examples`` skips it first anyway)."""
+    if nlp is None or not any(isinstance(i.record, Story) for i in task.items):
+        return iter(())
     cap = task.cloze.max_context_tokens
+    ner: Language = nlp
 
     def ner_inputs() -> Iterator[tuple[object, tuple[Story, object]]]:
-        assert nlp is not None
         for item in task.items:
             if isinstance(item.record, Story):
-                doc = nlp.make_doc(item.record.article)
+                doc = ner.make_doc(item.record.article)
                 if cap is not None and count_tokens(doc) > cap:
-                    # Skipped anyway (make_examples checks the cap first): no NER for it.
-                    yield nlp.make_doc(""), (item.record, doc)
+                    yield ner.make_doc(""), (item.record, doc)
                 else:
                     yield doc, (item.record, None)
 
-    docs = (
-        nlp.pipe(ner_inputs(), as_tuples=True, batch_size=task.batch_size)
-        if nlp is not None and any(isinstance(i.record, Story) for i in task.items)
-        else iter(())
-    )
-    writer = pq.ParquetWriter(tmp, SHARD_SCHEMA)
-    try:
-        for item in task.items:
-            counts.read += 1
-            record = item.record
-            if isinstance(record, Skip):
-                counts.add_skip(record)
-            elif isinstance(record, ClozeExample):
-                counts.question_files += 1
-                counts.add_question(item.split, record)
-                rows.append({**record.to_row(), "split": item.split})
+    return ner.pipe(ner_inputs(), as_tuples=True, batch_size=task.batch_size)
+
+
+def _write_shard_rows(
+    task: ShardTask,
+    nlp: Language | None,
+    writer: pq.ParquetWriter,
+    counts: ShardCounts,
+    on_record: Callable[[int], None] | None,
+) -> None:
+    """Count every record of the shard and write its examples' rows, in batches."""
+    docs = _ner_docs(task, nlp)
+    rows: list[dict] = []
+    for item in task.items:
+        counts.read += 1
+        record = item.record
+        if isinstance(record, Skip):
+            counts.add_skip(record)
+        elif isinstance(record, ClozeExample):
+            counts.question_files += 1
+            counts.add_question(item.split, record)
+            rows.append({**record.to_row(), "split": item.split})
+        else:
+            counts.stories += 1
+            doc, (story, raw_doc) = next(docs)
+            article_doc = raw_doc if raw_doc is not None else doc
+            result = _story_examples(story, article_doc, nlp, task)
+            if isinstance(result, Skip):
+                counts.add_skip(result)
             else:
-                counts.stories += 1
-                doc, (story, raw_doc) = next(docs)
-                article_doc = raw_doc if raw_doc is not None else doc
-                result = _story_examples(story, article_doc, nlp, task)
-                if isinstance(result, Skip):
-                    counts.add_skip(result)
-                else:
-                    counts.add_story(item.split, result)
-                    rows.extend({**e.to_row(), "split": item.split} for e in result)
-            if len(rows) >= ROWS_PER_WRITE:
-                writer.write_table(pa.Table.from_pylist(rows, schema=SHARD_SCHEMA))
-                rows.clear()
-            if on_record is not None:
-                on_record(1)
-        if rows:
+                counts.add_story(item.split, result)
+                rows.extend({**e.to_row(), "split": item.split} for e in result)
+        if len(rows) >= ROWS_PER_WRITE:
             writer.write_table(pa.Table.from_pylist(rows, schema=SHARD_SCHEMA))
-        writer.close()
-    except BaseException:
-        try:  # closing flushes, and fails again on a full disk: keep the first error
-            writer.close()
-        except OSError:
-            pass
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, parquet_path)
-    write_json_atomic(json_path, {"index": task.index, "key": task.key, "counts": counts.to_json()})
-    return counts
+            rows.clear()
+        if on_record is not None:
+            on_record(1)
+    if rows:
+        writer.write_table(pa.Table.from_pylist(rows, schema=SHARD_SCHEMA))
 
 
 def _story_examples(

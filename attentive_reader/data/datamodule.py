@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextvars
 import functools
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -13,18 +11,13 @@ from typing import Any, Literal
 import datasets
 import pyarrow.compute as pc
 import pytorch_lightning as pl
-import torch
 from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader
 
+from attentive_reader.checkpoint_file import read_checkpoint
+from attentive_reader.checks import check_positive, check_positive_or_none
 from attentive_reader.corpus.manifest import preprocessing_identity, read_manifest
-from attentive_reader.corpus.records import (
-    SPLITS,
-    Split,
-    dataset_split,
-    entity_index,
-    load_dataset,
-)
+from attentive_reader.corpus.records import SPLITS, Split, dataset_split, load_dataset
 from attentive_reader.data.batching import BucketBatchSampler, collate
 from attentive_reader.data.encoded import (
     BadRow,
@@ -37,6 +30,9 @@ from attentive_reader.data.provenance import data_provenance
 from attentive_reader.data.split import EncodedSplit
 from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
 from attentive_reader.errors import UserError
+from attentive_reader.fileio import digest_of
+from attentive_reader.markers import ENTITY_PREFIX, entity_index, entity_marker
+from attentive_reader.upstream import uses_distributed_sampler
 
 __all__ = ["ClozeDataModule", "EncodedSplit", "Split", "VocabularyWriter"]
 EntityIdPolicy = Literal["permute", "first_occurrence"]
@@ -101,6 +97,9 @@ class ClozeDataModule(pl.LightningDataModule):
             ``.encoded`` when it is writable, else ``$ATTENTIVE_READER_CACHE`` or
             ``~/.cache/attentive-reader``.
         num_proc: worker processes for the first encoding of a large split.
+        vocabulary: the vocabulary itself, when the caller has it in hand
+            (``from_checkpoint`` passes the loaded checkpoint's, so that the file is not read
+            again); it replaces ``vocab`` and ``checkpoint``, and is not a hyperparameter.
     """
 
     def __init__(
@@ -120,24 +119,18 @@ class ClozeDataModule(pl.LightningDataModule):
         checkpoint: str | None = None,
         cache_dir: str | None = None,
         num_proc: int = 1,
+        vocabulary: Vocabulary | None = None,
     ) -> None:
         super().__init__()
-        for name, value in (
-            ("batch_size", batch_size),
-            ("max_words", max_words + 1),
-            ("num_entities", 1 if num_entities is None else num_entities),
-            ("pool_size", pool_size),
-            ("num_workers", num_workers + 1),
-            ("num_proc", num_proc),
-        ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if eval_batch_size is not None and eval_batch_size < 1:
-            raise ValueError(f"eval_batch_size must be positive or null, got {eval_batch_size}")
-        if max_context_tokens is not None and max_context_tokens < 1:
-            raise ValueError(
-                f"max_context_tokens must be positive or null, got {max_context_tokens}"
-            )
+        check_positive(batch_size=batch_size, pool_size=pool_size, num_proc=num_proc)
+        check_positive_or_none(
+            num_entities=num_entities,
+            eval_batch_size=eval_batch_size,
+            max_context_tokens=max_context_tokens,
+        )
+        for name, value in (("max_words", max_words), ("num_workers", num_workers)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
         if entity_ids not in ENTITY_ID_POLICIES:
             raise ValueError(
                 f"entity_ids must be one of {', '.join(ENTITY_ID_POLICIES)}, got {entity_ids!r}"
@@ -147,7 +140,7 @@ class ClozeDataModule(pl.LightningDataModule):
         # Stored in checkpoints for from_checkpoint; not sent to loggers (the CLI's config.yaml
         # has them). They are the arguments as given: the entity count in use is the
         # vocabulary's (``num_entities``), which the CLI links into the model's arguments.
-        self.save_hyperparameters(logger=False)
+        self.save_hyperparameters(ignore=["vocabulary"], logger=False)
         self.path = Path(path)
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size
@@ -167,14 +160,16 @@ class ClozeDataModule(pl.LightningDataModule):
         # attentive_reader.api.Reader anonymizes a new document alike; None without a manifest.
         self.pipeline: dict | None = preprocessing_identity(read_manifest(self.path))
         stored_vocab = vocab if vocab is not None else checkpoint
-        if stored_vocab is not None:
+        if vocabulary is not None:
+            self.vocab = vocabulary
+        elif stored_vocab is not None:
             self.vocab = _read_vocabulary(Path(stored_vocab))
         else:
             needed = self.entities_needed()
             if num_entities is not None and num_entities < needed:
                 raise UserError(
                     f"{self.path} needs {needed} entity ids (its largest marker is "
-                    f"@entity{needed - 1}) but --data.num_entities is {num_entities}; raise it "
+                    f"{entity_marker(needed - 1)}) but --data.num_entities is {num_entities}; raise it "
                     "or leave it unset to use what the data needs"
                 )
             self.vocab = self._built_vocabulary(max_words, num_entities or needed)
@@ -200,7 +195,7 @@ class ClozeDataModule(pl.LightningDataModule):
 
         Counted once per dataset (cached beside the encoded ids).
         """
-        key = _digest_of({s: split_fingerprint(rows) for s, rows in self._splits.items()})
+        key = digest_of({s: split_fingerprint(rows) for s, rows in self._splits.items()})
         largest = cached_json(self._cache, "entities", key, self._largest_entity)
         if not isinstance(largest, int) or largest < 0:
             raise UserError(f"{self.path} holds no entity markers; is it a processed dataset?")
@@ -212,14 +207,14 @@ class ClozeDataModule(pl.LightningDataModule):
             for table in split.with_format("arrow").iter(batch_size=50_000):
                 markers = pc.list_flatten(table.column("candidates"))
                 if len(markers):
-                    numbers = pc.cast(pc.utf8_slice_codeunits(markers, len("@entity")), "int64")
+                    numbers = pc.cast(pc.utf8_slice_codeunits(markers, len(ENTITY_PREFIX)), "int64")
                     largest = max(largest, pc.max(numbers).as_py())
         return largest
 
     def _built_vocabulary(self, max_words: int, num_entities: int) -> Vocabulary:
         """``Vocabulary.build`` over the train split, counted once per dataset and options."""
         train = self.examples("train")
-        key = _digest_of(
+        key = digest_of(
             {"train": split_fingerprint(train), "max_words": max_words, "entities": num_entities}
         )
 
@@ -358,11 +353,11 @@ class ClozeDataModule(pl.LightningDataModule):
         Args:
             ckpt_path: the checkpoint file (recorded as the ``vocab`` argument).
             checkpoint: the file's content when the caller has loaded it already
-                (``torch.load(..., weights_only=True)``), so that it is not read again.
+                (``checkpoint_file.read_checkpoint``), so that it is not read again.
             **overrides: data module arguments that replace the stored ones.
         """
         if checkpoint is None:
-            checkpoint = _load_checkpoint(Path(ckpt_path))
+            checkpoint = read_checkpoint(Path(ckpt_path))
         stored = checkpoint.get("datamodule_hyper_parameters") or {}
         # Keys starting with "_" are the Lightning CLI's bookkeeping, not arguments.
         arguments = {key: value for key, value in stored.items() if not key.startswith("_")}
@@ -376,11 +371,9 @@ class ClozeDataModule(pl.LightningDataModule):
             raise UserError(
                 f"{ckpt_path} does not record its dataset directory; pass path=<directory>"
             )
-        token = _PRELOADED.set((Path(ckpt_path), checkpoint))  # the vocabulary comes from it
-        try:
-            return cls(**arguments)
-        finally:
-            _PRELOADED.reset(token)
+        if overrides.get("vocab") is None:  # the vocabulary of the checkpoint in hand
+            arguments["vocabulary"] = _checkpoint_vocabulary(checkpoint, Path(ckpt_path))
+        return cls(**arguments)
 
     # --- internals -----------------------------------------------------------------------
 
@@ -392,8 +385,7 @@ class ClozeDataModule(pl.LightningDataModule):
         num_replicas, rank = 1, 0
         if self._trainer is not None:
             num_replicas, rank = self.trainer.world_size, self.trainer.global_rank
-            connector = getattr(self.trainer, "_accelerator_connector", None)
-            if num_replicas > 1 and getattr(connector, "use_distributed_sampler", False):
+            if num_replicas > 1 and uses_distributed_sampler(self.trainer):
                 raise UserError(
                     "ClozeDataModule shards its batches across ranks itself: create the "
                     "Trainer with use_distributed_sampler=False (the CLI's default)"
@@ -445,10 +437,6 @@ class VocabularyWriter(Callback):
             )
 
 
-def _digest_of(value: object) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()
-
-
 def _token_counts(train: datasets.Dataset) -> Counter[str]:
     """How often each token occurs in the contexts and queries of ``train`` (Arrow kernels)."""
     counts: Counter[str] = Counter()
@@ -468,22 +456,6 @@ def _token_counts(train: datasets.Dataset) -> Counter[str]:
     return counts
 
 
-# The checkpoint ``from_checkpoint`` has in hand while it builds the module, so that reading
-# the vocabulary from the same file does not load it a second time.
-_PRELOADED: contextvars.ContextVar[tuple[Path, dict] | None] = contextvars.ContextVar(
-    "preloaded_checkpoint", default=None
-)
-
-
-def _load_checkpoint(path: Path) -> dict:
-    preloaded = _PRELOADED.get()
-    if preloaded is not None and preloaded[0] == path:
-        return preloaded[1]
-    if not path.is_file():
-        raise UserError(f"checkpoint not found: {path}")
-    return torch.load(path, map_location="cpu", weights_only=True)
-
-
 def _read_vocabulary(path: Path) -> Vocabulary:
     """A vocabulary from a ``vocab.json`` or from a checkpoint's data module state."""
     if not path.is_file():
@@ -495,7 +467,11 @@ def _read_vocabulary(path: Path) -> Vocabulary:
             raise UserError(
                 f"{path} is not a vocabulary written by attentive-reader: {err}"
             ) from None
-    checkpoint = _load_checkpoint(path)
+    return _checkpoint_vocabulary(read_checkpoint(path), path)
+
+
+def _checkpoint_vocabulary(checkpoint: dict, path: Path) -> Vocabulary:
+    """The vocabulary of a loaded checkpoint's data module state (``path`` for messages)."""
     # Lightning stores a data module's state under its class name.
     states = [checkpoint.get(ClozeDataModule.__qualname__), *checkpoint.values()]
     for state in states:

@@ -26,14 +26,13 @@ Letters: ``r`` rows (examples), ``t`` tokens of a column.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -46,6 +45,10 @@ import pyarrow.compute as pc
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.faults import is_write_fault
+from attentive_reader.fileio import digest_of, place, write_text_atomic
+from attentive_reader.locking import waiting_lock
+from attentive_reader.markers import ENTITY_PREFIX
+from attentive_reader.upstream import dataset_fingerprint
 
 FORMAT_VERSION = 1
 CACHE_FOLDER = ".encoded"  # inside the dataset directory when it is writable
@@ -132,12 +135,8 @@ def split_fingerprint(rows: datasets.Dataset) -> str:
         path = Path(entry["filename"])
         stat = path.stat()
         files.append([str(path.resolve()), stat.st_size, stat.st_mtime_ns])
-    parts = {"files": files, "fingerprint": rows._fingerprint, "rows": len(rows)}
-    return _digest(parts)
-
-
-def _digest(value: object) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()
+    parts = {"files": files, "fingerprint": dataset_fingerprint(rows), "rows": len(rows)}
+    return digest_of(parts)
 
 
 def cache_root(dataset_dir: Path, cache_dir: str | Path | None = None) -> Path:
@@ -162,28 +161,24 @@ def cache_root(dataset_dir: Path, cache_dir: str | Path | None = None) -> Path:
 
 @contextmanager
 def _exclusive(lock_file: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``lock_file`` (blocking: a second process waits).
+    """Hold ``locking.waiting_lock`` on ``lock_file`` (a second process waits).
 
     Raises:
         UserError: the cache folder cannot be written (something must be built there).
     """
-    try:
-        lock_file.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as error:
-        if not is_write_fault(error):
-            raise
-        raise UserError(
-            f"the encoded-ids cache {lock_file.parent} cannot be written ({error.strerror}) and "
-            "lacks what this run needs: build it once with `attentive-reader encode DATASET` "
-            "(with the run's --max-words, --num-entities or --vocab) where it can be written, or "
-            "pass --data.cache_dir DIR (a writable folder)"
-        ) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(waiting_lock(lock_file))
+        except OSError as error:
+            if not is_write_fault(error):
+                raise
+            raise UserError(
+                f"the encoded-ids cache {lock_file.parent} cannot be written ({error.strerror}) "
+                "and lacks what this run needs: build it once with `attentive-reader encode "
+                "DATASET` (with the run's --max-words, --num-entities or --vocab) where it can "
+                "be written, or pass --data.cache_dir DIR (a writable folder)"
+            ) from None
         yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def cached_json(root: Path, name: str, key: str, compute: Callable[[], object]) -> object:
@@ -196,7 +191,7 @@ def cached_json(root: Path, name: str, key: str, compute: Callable[[], object]) 
         value = _read_json(path, key)
         if value is None:
             value = compute()
-            _write_atomic(path, json.dumps({"key": key, "value": value}, ensure_ascii=False))
+            write_text_atomic(path, json.dumps({"key": key, "value": value}, ensure_ascii=False))
     return value
 
 
@@ -206,12 +201,6 @@ def _read_json(path: Path, key: str) -> object | None:
     except (OSError, ValueError):
         return None
     return stored.get("value") if isinstance(stored, dict) and stored.get("key") == key else None
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
 
 
 # --- opening and building ------------------------------------------------------------------
@@ -240,7 +229,7 @@ def encoded_split(
             a candidate that is not a marker, an answer not among the candidates); the caller
             explains it.
     """
-    key = _digest(
+    key = digest_of(
         {
             "format": FORMAT_VERSION,
             "vocab": vocabulary_hash(vocab),
@@ -263,7 +252,7 @@ def encoded_split(
         temporary.mkdir(parents=True)
         try:
             _build(rows, vocab, temporary, key, num_proc, dataset_dir, split)
-            os.rename(temporary, folder)
+            place(temporary, folder)
         finally:
             shutil.rmtree(temporary, ignore_errors=True)
     opened = _open(folder, key)
@@ -443,7 +432,7 @@ def _flat(column: pa.ChunkedArray) -> pa.Array:
 
 def _numbers(markers: pa.Array) -> np.ndarray:
     """``@entityN`` -> N, (t,) int32."""
-    digits = pc.utf8_slice_codeunits(markers, len("@entity"))
+    digits = pc.utf8_slice_codeunits(markers, len(ENTITY_PREFIX))
     return pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False).astype(np.int32)
 
 

@@ -11,7 +11,6 @@ A reader below that baseline has not learned to read.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import datasets
@@ -22,6 +21,8 @@ from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.corpus.synthetic.files import synthetic_origin
 from attentive_reader.data.encoded import cached_json, split_fingerprint
 from attentive_reader.errors import UserError
+from attentive_reader.fileio import digest_of
+from attentive_reader.upstream import dataset_fingerprint
 
 BASELINE = "exclusive_frequency"
 _COLUMNS = ["context", "query", "answer", "candidates"]
@@ -52,8 +53,8 @@ def data_provenance(
         digest = hashlib.sha256((path / MANIFEST_NAME).read_bytes()).hexdigest()
         of = "manifest"
     else:  # the fingerprints datasets records for each split (its state.json)
-        arrow = {name: rows._fingerprint for name, rows in sorted(splits.items())}
-        digest = hashlib.sha256(json.dumps(arrow).encode()).hexdigest()
+        arrow = {name: dataset_fingerprint(rows) for name, rows in sorted(splits.items())}
+        digest = digest_of(arrow)
         of = "splits"
     validation = splits.get("validation")
     count = 0 if validation is None else len(validation)

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from attentive_reader.corpus.records import PLACEHOLDER, entity_marker, is_entity_marker
+from attentive_reader.markers import PLACEHOLDER, entity_index, entity_marker, is_entity_marker
 
 PAD_TOKEN = "<pad>"
 UNK_TOKEN = "<unk>"
@@ -28,7 +28,7 @@ class EntityOutOfRange(ValueError):
             f"entity marker {marker} does not fit the vocabulary's {num_entities} entity ids"
         )
         self.marker = marker
-        self.index = int(marker[len("@entity") :])
+        self.index = entity_index(marker)
         self.num_entities = num_entities
 
 

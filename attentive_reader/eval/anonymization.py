@@ -2,7 +2,7 @@
 
 ``anonymization_report(examples)`` measures, over stored cloze examples:
 
-- the three non-neural baselines (``eval.baselines``), to put beside the published ones
+- the three non-neural baselines (``corpus.baselines``), to put beside the published ones
   (Hermann et al. 2015, Table 4): an entity split over several markers lowers the
   frequency baselines, so they are a sensitive check of the grouping;
 - entities and questions per document;
@@ -40,8 +40,9 @@ from collections.abc import Iterable, Sequence
 
 from attentive_reader.corpus.baselines import BASELINES, score_baselines
 from attentive_reader.corpus.names import canonical_form, form_key, is_place
-from attentive_reader.corpus.records import ClozeExample, is_entity_marker
+from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.eval.report import correct_flags
+from attentive_reader.markers import PLACEHOLDER, is_entity_marker
 
 # Hermann et al. (2015), Table 4 (test accuracy, %) and Table 1 (entities per document).
 PUBLISHED: dict[str, dict[str, float]] = {
@@ -102,7 +103,7 @@ def related_kind(a: str, b: str) -> str | None:
 
 def _plain_names(example: ClozeExample) -> list[str]:
     """Names of context entities that the query holds as plain words."""
-    query = [w.lower() for w in example.query if not is_entity_marker(w) and w != "@placeholder"]
+    query = [w.lower() for w in example.query if not is_entity_marker(w) and w != PLACEHOLDER]
     text = f" {' '.join(query)} "
     found = []
     for marker in example.candidates:

@@ -12,18 +12,16 @@ JSON report of ``attentive-reader evaluate --out``, ``Report.markdown()`` its ta
 from __future__ import annotations
 
 import datetime
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attentive_reader import __version__
-from attentive_reader.corpus.manifest import write_json_atomic
+from attentive_reader.corpus.baselines import score_baselines
+from attentive_reader.corpus.manifest import read_manifest
 from attentive_reader.corpus.records import SPLITS, ClozeExample, Split, load_split
 from attentive_reader.errors import UserError
-from attentive_reader.eval.baselines import score_baselines
 from attentive_reader.eval.predictions_file import PredictionLine, write_predictions
 from attentive_reader.eval.report import (
     DEFAULT_CANDIDATE_EDGES,
@@ -33,6 +31,8 @@ from attentive_reader.eval.report import (
     build_report,
     markdown_tables,
 )
+from attentive_reader.fileio import write_json_atomic
+from attentive_reader.version import __version__
 
 
 @dataclass(frozen=True)
@@ -280,21 +280,6 @@ def load_examples(data: str | Path, split: Split) -> list[ClozeExample]:
         UserError: if ``data`` is not a processed dataset or lacks the split.
     """
     return [ClozeExample.from_row(row) for row in load_split(Path(data), split)]
-
-
-def read_manifest(data: str | Path) -> dict[str, Any] | None:
-    """The dataset's ``manifest.json``, or ``None`` when it has none.
-
-    Raises:
-        UserError: if the manifest is not valid JSON.
-    """
-    path = Path(data) / "manifest.json"
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise UserError(f"{path}: not valid JSON ({err}); preprocess the dataset again") from None
 
 
 def evaluate(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ import torch
 from pytorch_lightning.utilities import move_data_to_device
 from torch.utils.data import DataLoader, Subset
 
+from attentive_reader.checkpoint_file import read_checkpoint
 from attentive_reader.corpus.records import Split
 from attentive_reader.data.batching import ClozeBatch, collate
 from attentive_reader.data.datamodule import ClozeDataModule
@@ -69,7 +69,7 @@ def load_checkpoint(
 
     The data module keeps the checkpoint's vocabulary and options (e.g. the context cap it
     was trained with); only the dataset directory is replaced. The file is loaded with
-    ``torch.load(weights_only=True)``: no code in it is run.
+    ``checkpoint_file.read_checkpoint`` (``weights_only=True``): no code in it is run.
 
     Raises:
         UserError: if the file is missing or not a reader checkpoint, or its reader and
@@ -78,11 +78,8 @@ def load_checkpoint(
     path = Path(ckpt)
     if not path.is_file():
         raise UserError(f"checkpoint not found: {path}")
-    content = path.read_bytes()
-    try:
-        checkpoint = torch.load(io.BytesIO(content), map_location=device, weights_only=True)
-    except Exception as err:  # unpickling errors come in many types
-        raise UserError(f"{path} is not a readable checkpoint: {err}") from None
+    content = path.read_bytes()  # read once: hashed and loaded
+    checkpoint = read_checkpoint(path, device, content=content)
     reader = reader_from_checkpoint(checkpoint, path, map_location=device)
     datamodule = ClozeDataModule.from_checkpoint(path, checkpoint=checkpoint, path=str(data))
     if datamodule.num_entities != reader.num_entities:

@@ -4,7 +4,7 @@ One JSON object per line, per checkpoint and example: the checkpoints in the ord
 examples of each in stored order, every example exactly once. ``correct`` is decided as the
 report decides it (the predicted marker is the stored answer), so the mean of ``correct``
 over a checkpoint's lines is its accuracy in the report, exactly. The file is written whole
-through a temporary file and a rename (``corpus.manifest.write_text_atomic``): a full disk
+through a temporary file and a rename (``fileio.write_text_atomic``): a full disk
 never leaves half a file that looks like a whole one.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from attentive_reader.corpus.manifest import write_text_atomic
 from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.fileio import write_text_atomic
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Cloze accuracy with a confidence interval, breakdowns, and the report of several systems.
 
 Everything here works on one score per example: 1 or 0 for a model's right or wrong answer,
-and for the non-neural baselines (``eval/baselines.py``) their expected credit under a random
+and for the non-neural baselines (``corpus/baselines.py``) their expected credit under a random
 tie-break (``1/k`` when the answer is among ``k`` tied best candidates), the figure the
 anonymization report and the published tables use. So models and baselines are reported the
 same way, side by side; a baseline also keeps its accuracy with ties broken by first
@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from attentive_reader.corpus.baselines import BaselineScores, score_baselines
 from attentive_reader.corpus.records import ClozeExample
-from attentive_reader.eval.baselines import BaselineScores, score_baselines
 
 Z_95 = 1.959963984540054
 """The standard normal quantile of a two-sided 95% interval."""

@@ -18,6 +18,7 @@ from typing import Any, Literal, get_args
 import torch
 from torch import Tensor, nn
 
+from attentive_reader.checks import check_positive
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.output import GlimpseExtras, ReaderOutput
 from attentive_reader.models.parts import (
@@ -25,7 +26,6 @@ from attentive_reader.models.parts import (
     ReadoutName,
     build_readout,
     check_choice,
-    check_positive,
 )
 from attentive_reader.nn.answer import AnswerLayerName
 from attentive_reader.nn.attention import ScorerName, build_scorer

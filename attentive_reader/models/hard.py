@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attentive_reader.checks import check_positive
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.output import HardExtras, ReaderOutput
 from attentive_reader.models.parts import (
@@ -22,7 +23,6 @@ from attentive_reader.models.parts import (
     Readout,
     ReadoutName,
     check_choice,
-    check_positive,
 )
 from attentive_reader.nn.answer import AnswerLayerName, pointer_scores
 from attentive_reader.nn.attention import ScorerName, build_scorer

@@ -4,7 +4,7 @@
 this reads the class path the checkpoint records (``reader_class``, written by
 ``ClozeReader.on_save_checkpoint``, or the Lightning CLI's ``_class_path`` hyperparameter),
 builds that class from the stored hyperparameters and loads the weights. The file is read
-with ``torch.load(weights_only=True)``: no code in a checkpoint is ever run.
+by ``checkpoint_file.read_checkpoint`` (``weights_only=True``: no code in it is ever run).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from attentive_reader.checkpoint_file import read_checkpoint
 from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader, upgrade_hyper_parameters, upgrade_state_dict
 
@@ -37,21 +38,6 @@ def load_reader(path: str | Path, map_location: str | torch.device = "cpu") -> C
             cannot be imported.
     """
     return reader_from_checkpoint(read_checkpoint(path, map_location), path, map_location)
-
-
-def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> Any:
-    """A checkpoint file's content, read with ``weights_only=True`` (no code in it is run).
-
-    Raises:
-        UserError: if the file is missing or not a readable checkpoint.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"checkpoint not found: {path}")
-    try:
-        return torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as err:  # unpickling errors come in many types
-        raise UserError(f"{path} is not a readable checkpoint: {err}") from None
 
 
 def reader_from_checkpoint(

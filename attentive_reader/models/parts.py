@@ -39,13 +39,6 @@ def check_dropout(dropout: float) -> None:
         raise ValueError(f"dropout must be in [0, 1), got {dropout}")
 
 
-def check_positive(**values: object) -> None:
-    """Raise a ``ValueError`` naming the first value that is not a positive integer."""
-    for name, value in values.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
 @dataclass
 class EncodedPair:
     """What the encoder pair read. Letters as in the module docstring.

@@ -13,12 +13,8 @@ import torch
 from torch import Tensor
 
 from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.markers import entity_marker
 from attentive_reader.models.output import GatedExtras, ReaderExtras, ReaderOutput
-
-
-def entity_marker_of(index: int) -> str:
-    """``3`` -> ``"@entity3"`` (the stored marker of an entity id)."""
-    return f"@entity{index}"
 
 
 @dataclass(frozen=True)
@@ -54,12 +50,12 @@ class Prediction:
     @property
     def marker(self) -> str:
         """The predicted marker, e.g. ``"@entity3"``."""
-        return entity_marker_of(self.prediction)
+        return entity_marker(self.prediction)
 
     @property
     def answer_marker(self) -> str:
         """The gold marker."""
-        return entity_marker_of(self.answer)
+        return entity_marker(self.answer)
 
     @property
     def correct(self) -> bool:

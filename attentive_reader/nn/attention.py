@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attentive_reader.checks import check_positive
 from attentive_reader.nn.masking import masked_softmax
 
 ScorerName = Literal["additive", "dot", "cosine", "bilinear"]
@@ -48,11 +49,6 @@ class PreparedKeys:
     keys: Tensor
 
 
-def _check_dim(name: str, value: int) -> None:
-    if not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
 class AttentionScorer(nn.Module):
     """Base class: scores every key against one query, then normalises with a masked softmax.
 
@@ -66,8 +62,8 @@ class AttentionScorer(nn.Module):
 
     def __init__(self, key_dim: int, query_dim: int) -> None:
         super().__init__()
-        _check_dim("key_dim", key_dim)
-        _check_dim("query_dim", query_dim)
+        check_positive(key_dim=key_dim)
+        check_positive(query_dim=query_dim)
         self.key_dim = key_dim
         self.query_dim = query_dim
 
@@ -125,7 +121,7 @@ class AdditiveScorer(AttentionScorer):
 
     def __init__(self, key_dim: int, query_dim: int, attention_dim: int) -> None:
         super().__init__(key_dim, query_dim)
-        _check_dim("attention_dim", attention_dim)
+        check_positive(attention_dim=attention_dim)
         self.key_proj = nn.Linear(key_dim, attention_dim, bias=False)  # W_d
         self.query_proj = nn.Linear(query_dim, attention_dim, bias=False)  # W_q
         self.vector = nn.Linear(attention_dim, 1, bias=False)  # w

@@ -16,6 +16,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from attentive_reader.checks import check_positive
+
 RnnName = Literal["lstm", "gru"]
 RnnPath = Literal["auto", "padded", "packed"]
 RNN_PATHS: tuple[str, ...] = ("auto", "padded", "packed")
@@ -63,11 +65,7 @@ class SequenceEncoder(nn.Module):
         path: RnnPath = "auto",
     ) -> None:
         super().__init__()
-        for name, value in (("input_dim", input_dim), ("hidden_dim", hidden_dim)):
-            if value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value}")
-        if num_layers < 1:
-            raise ValueError(f"num_layers must be at least 1, got {num_layers}")
+        check_positive(input_dim=input_dim, hidden_dim=hidden_dim, num_layers=num_layers)
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         if rnn not in ("lstm", "gru"):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from attentive_reader.checks import check_positive
 from attentive_reader.nn.masking import masked_softmax
 
 
@@ -67,8 +68,7 @@ def glimpse_parameters(raw: Tensor, lengths: Tensor, num_filters: int) -> Glimps
     """
     if raw.dim() != 2 or raw.shape[1] not in (2, 3, 4):
         raise ValueError(f"raw must be (b, 2), (b, 3) or (b, 4), got shape {tuple(raw.shape)}")
-    if num_filters < 1:
-        raise ValueError(f"num_filters must be at least 1, got {num_filters}")
+    check_positive(num_filters=num_filters)
     raw = raw.float()
     span = (lengths.float() - 1).clamp_min(0)  # (b,) distance from first to last real token
     centre = span * torch.sigmoid(raw[:, 0])  # (b,)

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attentive_reader import __version__
 from attentive_reader.corpus.pipeline import pipeline_info
+from attentive_reader.version import __version__
 
 if TYPE_CHECKING:
     from attentive_reader.api import Reader

@@ -29,7 +29,7 @@ class HeatmapWriter(BasePredictionWriter):
 
     The reader's ``predict_step`` output (a ``BatchPrediction``) is joined with the stored
     examples of ``split`` (from the trainer's data module, ``examples(split)``) for their
-    tokens and entity maps. ``attentive_reader.viz.heatmap.HeatmapWriter`` names it too.
+    tokens and entity maps.
 
     Args:
         output_dir: folder for the pages, PNGs, JSON sidecars and ``index.html``.

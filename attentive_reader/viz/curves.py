@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attentive_reader.viz.files import replacing
+from attentive_reader.fileio import replacing
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

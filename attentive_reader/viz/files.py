@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from attentive_reader.faults import writing
+from attentive_reader.fileio import replacing
 from attentive_reader.viz.heatmap import HeatmapExample, Scale
 from attentive_reader.viz.html import IndexEntry, render_html, render_index
 from attentive_reader.viz.png import render_png
@@ -28,20 +27,6 @@ def file_stem(example_id: str) -> str:
 
 
 INDEX_FILES = ("index.html", "index.json")
-
-
-@contextmanager
-def replacing(path: Path) -> Iterator[Path]:
-    """A temporary file beside ``path`` (same suffix) that becomes ``path`` when the block
-    ends without an error, so that a full disk never leaves a truncated page."""
-    tmp = path.with_name(f".{path.stem}.partial{path.suffix}")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise
 
 
 def write_example(

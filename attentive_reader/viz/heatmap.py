@@ -4,17 +4,17 @@
 Gated-Attention Reader's hops) is rendered by ``viz/html.py`` and ``viz/png.py`` and written
 by ``viz/files.py``; ``heatmap_examples`` turns a reader's ``BatchPrediction`` into it;
 ``viz/callback.py`` holds the Lightning prediction writer (the only viz module that imports
-Lightning). The names those modules define stay importable from here, as before.
+Lightning).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from attentive_reader.corpus.records import ClozeExample, entity_index
+from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.markers import entity_index
 
 if TYPE_CHECKING:
     from attentive_reader.models.predictions import BatchPrediction, Prediction
@@ -324,26 +324,3 @@ def colour(alpha: float) -> str:
 def format_probability(p: float | None) -> str:
     """``0.6 -> "0.600"``; ``None`` (no such candidate) -> ``"n/a"``."""
     return "n/a" if p is None else f"{p:.3f}"
-
-
-# Names defined in the rendering, writing and callback modules, importable from here as before
-# (``attentive_reader.viz.heatmap.HeatmapWriter`` in configs); loaded on first use, so that
-# importing this module loads neither matplotlib nor Lightning.
-_MOVED = {
-    "render_html": "html",
-    "render_index": "html",
-    "IndexEntry": "html",
-    "render_png": "png",
-    "file_stem": "files",
-    "write_example": "files",
-    "write_index": "files",
-    "write_heatmaps": "files",
-    "INDEX_FILES": "files",
-    "HeatmapWriter": "callback",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        return getattr(importlib.import_module(f"attentive_reader.viz.{_MOVED[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

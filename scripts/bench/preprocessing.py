@@ -18,7 +18,7 @@ def run_preprocess(settings: Settings, say) -> dict | None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/
     import benchmark_preprocess as bp
 
-    from attentive_reader.corpus.entities import load_pipeline
+    from attentive_reader.corpus.pipeline import load_pipeline
     from attentive_reader.errors import UserError
 
     if not bp.DATA.is_dir():

@@ -11,14 +11,8 @@ from spacy.language import Language
 
 from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
 from attentive_reader.corpus.pipeline import load_pipeline
-from attentive_reader.corpus.records import (
-    PLACEHOLDER,
-    ClozeExample,
-    Skip,
-    Story,
-    is_entity_marker,
-    safe_id,
-)
+from attentive_reader.corpus.records import ClozeExample, Skip, Story, safe_id
+from attentive_reader.markers import PLACEHOLDER, is_entity_marker
 
 
 def ruler(*patterns: tuple[str, str]) -> Language:

@@ -43,21 +43,6 @@ def groups(nlp: Language, text: str) -> list[list[str]]:
     return [[m.text for m in e.mentions] for e in group_mentions(find_mentions(nlp(text), LABELS))]
 
 
-# --- where the names live ------------------------------------------------------------------
-
-
-def test_moved_names_stay_importable_from_corpus_entities():
-    from attentive_reader.corpus import grouping
-    from attentive_reader.corpus.entities import GROUPING_RULES_VERSION, group_mentions
-
-    assert group_mentions is grouping.group_mentions
-    assert GROUPING_RULES_VERSION == grouping.GROUPING_RULES_VERSION
-    assert ent.load_pipeline is pipeline.load_pipeline
-    assert ent.split_glued_parentheses is pipeline.split_glued_parentheses
-    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
-        ent.no_such_name  # noqa: B018
-
-
 # --- model resolution and loading ---------------------------------------------------------
 
 

@@ -14,7 +14,15 @@ from spacy.tokens import Doc, Span
 from attentive_reader.corpus import entities as ent
 from attentive_reader.corpus.cloze import make_examples
 from attentive_reader.corpus.entities import find_mentions
-from attentive_reader.corpus.grouping import GROUPING_RULES_VERSION, group_mentions, grouping_info
+from attentive_reader.corpus.grouping import (
+    ALONE,
+    GROUPING_RULES_VERSION,
+    RULES,
+    acronym,
+    group_mentions,
+    grouping_info,
+    trailing_part,
+)
 from attentive_reader.corpus.names import canonical_form, form_key, is_place
 from attentive_reader.corpus.pipeline import split_glued_parentheses
 from attentive_reader.corpus.records import ClozeExample, Story
@@ -48,6 +56,31 @@ def labelled_groups(text: str, spans: list[tuple[int, int, str]]) -> list[list[s
 
 
 # --- name tables ---------------------------------------------------------------------------
+
+
+def test_the_rules_are_a_declared_list_asked_in_order():
+    nlp = ruler(("PERSON", "Barack Obama"), ("PERSON", "Obama"), ("ORG", "FBI"),
+                ("ORG", "Federal Bureau of Investigation"))  # fmt: skip
+    doc = nlp("Barack Obama met the Federal Bureau of Investigation. Obama praised the FBI.")
+    mentions = find_mentions(doc, LABELS)
+
+    def texts(rules=None):
+        return [[m.text for m in e.mentions] for e in group_mentions(mentions, rules)]
+
+    both = [["Barack Obama", "Obama"], ["Federal Bureau of Investigation", "FBI"]]
+    assert texts() == texts(RULES) == both
+    assert texts(()) == [["Barack Obama"], ["Federal Bureau of Investigation"], ["Obama"], ["FBI"]]
+    assert texts((trailing_part,)) == [
+        ["Barack Obama", "Obama"],
+        ["Federal Bureau of Investigation"],
+        ["FBI"],
+    ]
+    assert texts((acronym, trailing_part)) == both  # order: each key meets one rule here
+
+    def never(key, grouping):  # a rule that keeps every name it sees apart
+        return ALONE
+
+    assert texts((never, *RULES)) == texts(())
 
 
 def test_name_tables_know_countries_demonyms_and_aliases():

@@ -22,7 +22,7 @@ import spacy
 from spacy.language import Language
 
 from attentive_reader.cli import main as cli_main
-from attentive_reader.corpus.manifest import ShardCounts, statistics
+from attentive_reader.corpus.manifest import MANIFEST_FORMAT, ShardCounts, read_manifest, statistics
 from attentive_reader.corpus.preprocess import PreprocessOptions, merge, preprocess
 from attentive_reader.corpus.questions import export_questions
 from attentive_reader.corpus.records import CLOZE_FEATURES, SPLITS, ClozeExample
@@ -130,6 +130,18 @@ def test_output_manifest_and_accounting(corpus, model, tmp_path):
     assert example.query.count("@placeholder") == 1
     assert example.answer in example.candidates
     assert example.entities[example.answer] in PEOPLE + PLACES + ORGS + ["Smith", "Jones"]
+
+
+def test_read_manifest_absent_foreign_and_broken(tmp_path):
+    assert read_manifest(tmp_path) is None  # no manifest.json
+    (tmp_path / "manifest.json").write_text('{"format": "something else"}', encoding="utf-8")
+    assert read_manifest(tmp_path) is None  # not a dataset of this toolkit
+    ours = {"format": MANIFEST_FORMAT, "complete": True}
+    (tmp_path / "manifest.json").write_text(json.dumps(ours), encoding="utf-8")
+    assert read_manifest(tmp_path) == ours
+    (tmp_path / "manifest.json").write_text('{"format": ', encoding="utf-8")
+    with pytest.raises(UserError, match=r"manifest\.json: not a readable JSON manifest"):
+        read_manifest(tmp_path)
 
 
 def test_statistics_by_hand():

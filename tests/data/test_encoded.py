@@ -10,11 +10,12 @@ import datasets
 import numpy as np
 import pytest
 
-from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample, entity_index
+from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample
 from attentive_reader.data import encoded
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.errors import UserError
+from attentive_reader.markers import entity_index
 
 
 def _example(i: int, context: str, query: str, answer: str, candidates=None) -> ClozeExample:

@@ -48,8 +48,8 @@ def toy_run(tmp_path_factory):
     Reader with three hops (two gated-attention steps)."""
     import pytorch_lightning as pl
 
+    from attentive_reader.corpus.synthetic.toy import write_toy_dataset
     from attentive_reader.data.datamodule import ClozeDataModule
-    from attentive_reader.data.toy import write_toy_dataset
     from attentive_reader.models import AttentiveReader, GatedAttentionReader, ImpatientReader
 
     root = tmp_path_factory.mktemp("toy")

@@ -3,20 +3,18 @@
 import pytest
 
 from attentive_reader.corpus.baselines import (
-    expected_accuracy,
-    expected_credit,
-    score_baselines,
-    tied_best,
-)
-from attentive_reader.corpus.records import ClozeExample
-from attentive_reader.eval.baselines import (
     baseline_predictor,
     exclusive_frequency,
+    expected_accuracy,
+    expected_credit,
     maximum_frequency,
+    score_baselines,
+    tied_best,
     word_distance,
     word_distance_score,
     word_distance_scores,
 )
+from attentive_reader.corpus.records import ClozeExample
 
 #           0          1          2          3     4        5    6          7
 CONTEXT = ["@entity0", "visited", "@entity1", "on", "monday", ".", "@entity2", "praised",

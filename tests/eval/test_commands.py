@@ -127,7 +127,7 @@ def test_heatmap_writer_from_trainer_predict(toy_run, tmp_path):
 
     from attentive_reader.data.datamodule import ClozeDataModule
     from attentive_reader.models.loading import load_reader
-    from attentive_reader.viz.heatmap import HeatmapWriter
+    from attentive_reader.viz.callback import HeatmapWriter
 
     data, attentive = toy_run.data, toy_run.attentive
     reader = load_reader(attentive)

@@ -138,7 +138,7 @@ def test_bf16_autocast_forward_and_backward():
 
 
 def _write_toy(directory: Path, **sizes) -> Path:
-    from attentive_reader.data.toy import write_toy_dataset
+    from attentive_reader.corpus.synthetic.toy import write_toy_dataset
 
     return write_toy_dataset(directory, **sizes)
 

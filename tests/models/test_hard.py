@@ -11,9 +11,9 @@ import pytorch_lightning as pl
 import torch
 
 from attentive_reader.cli import main as cli_main
+from attentive_reader.corpus.synthetic.toy import write_toy_dataset
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.datamodule import ClozeDataModule
-from attentive_reader.data.toy import write_toy_dataset
 from attentive_reader.models import HardAttentionReader
 from attentive_reader.models.loading import load_reader
 from tests.models.batches import random_batch

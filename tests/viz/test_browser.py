@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from attentive_reader.viz.heatmap import file_stem, write_heatmaps
+from attentive_reader.viz.files import file_stem, write_heatmaps
 
 from .test_heatmap import make_example
 

@@ -9,15 +9,13 @@ import markupsafe
 import pytest
 
 from attentive_reader.corpus.records import ClozeExample
+from attentive_reader.viz.files import file_stem, write_heatmaps
 from attentive_reader.viz.heatmap import (
     HeatmapExample,
-    file_stem,
     heatmap_examples,
     intensities,
-    render_html,
-    render_index,
-    write_heatmaps,
 )
+from attentive_reader.viz.html import render_html, render_index
 
 NASTY = '<script>alert("x")</script>'
 
@@ -217,7 +215,7 @@ def test_a_document_without_gold_answer_gets_no_verdict(tmp_path):
 
 
 def test_index_escapes_ids():
-    from attentive_reader.viz.heatmap import IndexEntry
+    from attentive_reader.viz.html import IndexEntry
 
     entry = IndexEntry(NASTY, "x.html", True, "@entity0", "@entity0", 0.9, 0.9)
     page = render_index([entry])
@@ -279,8 +277,8 @@ def test_soft_reader_weights_in_the_sidecar_sum_to_one(tmp_path):
     """A real (untrained) Attentive Reader on a padded batch: each sidecar's weights cover
     exactly the example's own context and sum to 1."""
     torch = pytest.importorskip("torch")
+    from attentive_reader.corpus.synthetic.toy import write_toy_dataset
     from attentive_reader.data.datamodule import ClozeDataModule
-    from attentive_reader.data.toy import write_toy_dataset
     from attentive_reader.eval.inference import iterate_predictions
     from attentive_reader.models import AttentiveReader
 
@@ -363,7 +361,7 @@ def test_a_fault_while_writing_heatmaps_never_looks_complete(
     with pytest.raises(OutputError, match="is full|no permission"):
         write_heatmaps(_three(), out)
     assert not (out / "index.html").exists() and not (out / "index.json").exists()
-    assert not [p for p in out.iterdir() if ".partial" in p.name]
+    assert not [p for p in out.iterdir() if ".tmp-" in p.name]
     monkeypatch.undo()
     write_heatmaps(_three(), out)
     assert _folder(out) == undisturbed
@@ -379,18 +377,3 @@ def test_heatmaps_on_a_real_full_disk_then_more_space(small_disk, undisturbed):
     small_disk.resize("8m")
     write_heatmaps(_three(), out)
     assert _folder(out) == undisturbed
-
-
-def test_names_of_the_split_modules_stay_importable_from_heatmap():
-    """Configs name ``attentive_reader.viz.heatmap.HeatmapWriter``; tests and users import the
-    writers from ``viz.heatmap``: they resolve to the modules of one concern each."""
-    from jsonargparse._util import import_object
-
-    import attentive_reader.viz.heatmap as heatmap
-    from attentive_reader.viz import callback, files, html, png
-
-    assert import_object("attentive_reader.viz.heatmap.HeatmapWriter") is callback.HeatmapWriter
-    assert heatmap.write_heatmaps is files.write_heatmaps and heatmap.file_stem is files.file_stem
-    assert heatmap.render_html is html.render_html and heatmap.render_png is png.render_png
-    with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        heatmap.nope  # noqa: B018

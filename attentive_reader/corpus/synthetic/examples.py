@@ -17,14 +17,14 @@ from pathlib import Path
 
 import datasets
 
-from attentive_reader import __version__
 from attentive_reader.corpus.manifest import (
     MANIFEST_NAME,
     ShardCounts,
     build_manifest,
-    write_json_atomic,
 )
 from attentive_reader.corpus.records import CLOZE_FEATURES, SPLITS, ClozeExample
+from attentive_reader.fileio import write_json_atomic
+from attentive_reader.version import __version__
 
 
 def write_examples(

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from attentive_reader.checks import check_positive
 from attentive_reader.corpus.records import Story
 from attentive_reader.corpus.synthetic.shapes import (
     DEFAULT_SHAPE,
@@ -409,6 +410,5 @@ def generate_corpus(
     Raises:
         ValueError: if ``num_stories`` is not positive.
     """
-    if num_stories < 1:
-        raise ValueError(f"num_stories must be at least 1, got {num_stories}")
+    check_positive(num_stories=num_stories)
     return [generate_story(seed, number, shape) for number in range(num_stories)]

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attentive_reader.corpus.records import PLACEHOLDER, SPLITS, ClozeExample, entity_marker
+from attentive_reader.corpus.records import SPLITS, ClozeExample
 from attentive_reader.corpus.synthetic.examples import write_examples
+from attentive_reader.markers import PLACEHOLDER, entity_marker
 
 RELATIONS = ("visited", "praised", "sued", "hired", "thanked", "warned", "joined", "called")
 FILLERS = ("yesterday", "reportedly", "again", "quietly", "in", "public", "officials", "said")

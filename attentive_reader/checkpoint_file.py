@@ -1,0 +1,43 @@
+"""The one read of a checkpoint file (floor 0; torch is imported when a file is read).
+
+Every checkpoint the toolkit opens is read here, with ``torch.load(weights_only=True)``: no
+code in a checkpoint is ever run, and a missing or unreadable file is a one-line
+``UserError`` naming it.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+
+def read_checkpoint(
+    path: str | Path, map_location: Any = "cpu", *, content: bytes | None = None, mmap: bool = False
+) -> Any:
+    """A checkpoint file's content, read with ``weights_only=True``.
+
+    Args:
+        path: the file (named in errors).
+        map_location: where to put the tensors (``torch.load``'s argument).
+        content: the file's bytes when the caller has read them already (to hash them), so
+            that the file is read once.
+        mmap: map the file instead of reading it (to look at one key of a large file).
+
+    Raises:
+        UserError: if the file is missing or not a readable checkpoint.
+    """
+    import torch
+
+    from attentive_reader.errors import UserError
+
+    path = Path(path)
+    if content is None and not path.is_file():
+        raise UserError(f"checkpoint not found: {path}")
+    source = path if content is None else io.BytesIO(content)
+    try:
+        return torch.load(
+            source, map_location=map_location, weights_only=True, mmap=mmap and content is None
+        )
+    except Exception as err:  # unpickling errors come in many types
+        raise UserError(f"{path} is not a readable checkpoint: {err}") from None
