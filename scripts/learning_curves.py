@@ -50,8 +50,9 @@ DEFAULT_READERS = (
     "gated_attention_reader",
 )
 # What the glimpse readers log per validation epoch (mean per example): tokens read at full
-# resolution, tokens inside the retina's pooled windows, and the document's length.
-READING = ("val_tokens_read", "val_tokens_pooled", "val_doc_tokens")
+# resolution, tokens inside the retina's pooled windows, the document's length, and the share
+# of examples whose answer the glimpses read.
+READING = ("val_tokens_read", "val_tokens_pooled", "val_doc_tokens", "val_answer_read")
 PLATEAU = (
     ("output", False),
     ("tied", False),

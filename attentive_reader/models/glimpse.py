@@ -235,10 +235,15 @@ class _GlimpseReader(PairReader):
         return None
 
     def log_reading(self, batch: ClozeBatch, extras: dict[str, Tensor], stage: str) -> None:
-        """Log the epoch's mean tokens read per example, and the mean document length."""
+        """Log the epoch's mean tokens read per example, the mean document length, and the
+        share of examples where a glimpse's weights reach a mention of the answer."""
         size = len(batch)
+        answer_token = Vocabulary.entity_offset + batch.answer  # (b,)
+        looked = extras["glimpse_attention"].sum(1) > 0  # (b, n)
+        answer_read = ((batch.context == answer_token.unsqueeze(-1)) & looked).any(-1)  # (b,)
         for name, value in (
             ("tokens_read", extras["tokens_read"]),
+            ("answer_read", answer_read),
             ("tokens_pooled", extras.get("tokens_pooled")),
             ("doc_tokens", batch.context_mask.sum(1)),
         ):
@@ -335,7 +340,7 @@ class TransformerGlimpseReader(_GlimpseReader):
     reads a coarse view of the document: the states mean-pooled over chunks of ``C`` tokens,
     ``s_j``, with ``q_j`` the share of the chunk's tokens that occur in the query::
 
-        a_j   = softmax_j( score(s_j, v) + w_q q_j )     v = u (first glimpse) | W_v [u; c]
+        a_j   = softmax_j( C score(s_j, v) + w_q q_j )   v = u (first glimpse) | W_v [u; c]
         g     = sum_j a_j centre_j                        the chunks' mean real positions
         delta = 2 sigmoid(delta~)                          in tokens: the grid stays local
 
@@ -429,7 +434,9 @@ class TransformerGlimpseReader(_GlimpseReader):
             centre, stride = params.centre, params.stride
         else:
             v = where if self.coarse_query is None else self.coarse_query(where)  # (b, 2h)
-            scores = self.coarse_scorer.score(view.states, v)  # (b, J)
+            # Scaled by C: for the bilinear scorer a chunk's score is then the sum of its
+            # tokens' scores, not their mean (a C times flatter start).
+            scores = self.coarse_chunk * self.coarse_scorer.score(view.states, v)  # (b, J)
             scores = scores.float() + self.match_weight * view.match  # (b, J)
             chunk_weights = masked_softmax(scores, view.mask)  # (b, J)
             centre = (chunk_weights * view.centres).sum(-1)  # (b,)
