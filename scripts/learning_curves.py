@@ -162,12 +162,15 @@ def _by_epoch(values: dict[int, float]) -> list[float]:
 
 def reading(run: dict) -> str:
     """The last epoch's tokens read at full resolution per validation example, of the mean
-    document length (and those read only inside pooled windows), or "" for other readers."""
+    document length (and those read only inside pooled windows, and the share of examples
+    whose answer a glimpse read), or "" for other readers."""
     if "val_tokens_read" not in run:
         return ""
     text = f"{run['val_tokens_read'][-1]:.1f} of {run['val_doc_tokens'][-1]:.1f}"
     if "val_tokens_pooled" in run:
         text += f" (+{run['val_tokens_pooled'][-1]:.1f} pooled)"
+    if "val_answer_read" in run:
+        text += f", answer read in {run['val_answer_read'][-1]:.0%}"
     return text
 
 
