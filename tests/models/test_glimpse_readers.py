@@ -276,6 +276,10 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
         torch.testing.assert_close(loaded(batch).logits, reader.eval()(batch).logits)
 
 
+LOCATED = {"coarse_chunk": 4, "retina_widths": [3, 9], "locator_supervision": 10.0}
+LOCATED_FLOOR = 0.6
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_both_readers_learn_the_toy_task(tmp_path: Path, seed: int) -> None:
@@ -290,7 +294,12 @@ def test_both_readers_learn_the_toy_task(tmp_path: Path, seed: int) -> None:
     torch.set_num_threads(1)  # small LSTMs: more threads only contend on a loaded machine
     accuracy = {}
     try:
-        for cls, layer in ((GaussianGlimpseReader, "pointer"), (TransformerGlimpseReader, "tied")):
+        cases = (
+            ("GaussianGlimpseReader", GaussianGlimpseReader, "pointer", {}),
+            ("TransformerGlimpseReader", TransformerGlimpseReader, "tied", {}),
+            ("located", TransformerGlimpseReader, "tied", LOCATED),
+        )
+        for name, cls, layer, options in cases:
             pl.seed_everything(seed, verbose=False)
             data = ClozeDataModule(str(path), batch_size=32, num_entities=8, seed=seed)
             reader = cls(
@@ -303,6 +312,7 @@ def test_both_readers_learn_the_toy_task(tmp_path: Path, seed: int) -> None:
                 answer_layer=layer,
                 optimizer="adam",
                 lr=1e-2,
+                **options,
             )
             trainer = pl.Trainer(
                 max_epochs=8,
@@ -316,7 +326,7 @@ def test_both_readers_learn_the_toy_task(tmp_path: Path, seed: int) -> None:
                 gradient_clip_val=10,
             )
             trainer.fit(reader, data)
-            accuracy[cls.__name__] = trainer.test(reader, data, verbose=False)[0]["test_acc"]
+            accuracy[name] = trainer.test(reader, data, verbose=False)[0]["test_acc"]
     finally:
         torch.set_num_threads(threads)
     print(accuracy)
@@ -325,3 +335,6 @@ def test_both_readers_learn_the_toy_task(tmp_path: Path, seed: int) -> None:
     # with the seed (0.37-0.72 over seeds 0-3), so it is held to "well above chance".
     assert accuracy["GaussianGlimpseReader"] >= 0.6, accuracy
     assert accuracy["TransformerGlimpseReader"] >= 0.35, accuracy
+    # The shipped config's way of placing the grid (a coarse view of 4-token chunks, the
+    # answer-chunk locator loss, the retina), with 8 points on the ~30-token documents.
+    assert accuracy["located"] >= LOCATED_FLOOR, accuracy
