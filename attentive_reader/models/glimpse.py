@@ -125,6 +125,9 @@ class _GlimpseReader(PairReader):
                 " with glimpse_readout='flatten' (it has no weights over tokens; use 'attend')",
             )
         self.readout = build_readout(readout, states, answer_layer)
+        # The last forward's output, for the steps (tokens read, the locator's loss): the
+        # base class's steps call forward themselves.
+        self._last_output: ReaderOutput | None = None
 
     def survey(self, batch: ClozeBatch, y_d: Tensor, mask: Tensor) -> CoarseView | None:
         """What the locator may see of the whole document before the first glimpse: ``None``
@@ -211,7 +214,7 @@ class _GlimpseReader(PairReader):
         output = ReaderOutput(
             logits=logits, attention=position_weights(filters, mask), extras=extras
         )
-        self._last_output = output  # for the steps: tokens read, the locator's loss
+        self._last_output = output
         return output
 
     def training_step(self, batch: ClozeBatch, batch_idx: int) -> Tensor:

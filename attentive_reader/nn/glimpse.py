@@ -256,8 +256,10 @@ class CoarseView:
 
     Attributes:
         states: (b, J, o) the mean state of each chunk's real tokens (0 for an empty chunk).
-        match: (b, J) the fraction of each chunk's real tokens that also occur in the query.
-        centres: (b, J) the mean position of each chunk's real tokens (0 for an empty chunk).
+        match: (b, J) float32, the fraction of each chunk's real tokens that also occur in
+            the query.
+        centres: (b, J) float32, the mean position of each chunk's real tokens (0 for an
+            empty chunk).
         mask: (b, J) bool, True on chunks holding at least one real token.
     """
 
@@ -287,7 +289,7 @@ def coarse_view(states: Tensor, mask: Tensor, in_query: Tensor, chunk: int) -> C
         raise ValueError(f"chunk must be at least 1, got {chunk}")
     b, n, o = states.shape
     pad = -n % chunk
-    real = mask.to(states.dtype)  # (b, n)
+    real = mask.float()  # (b, n); positions and fractions in float32, even under bf16
     if pad:
         states = torch.nn.functional.pad(states, (0, 0, 0, pad))  # (b, JC, o)
         real = torch.nn.functional.pad(real, (0, pad))  # (b, JC)
@@ -296,8 +298,9 @@ def coarse_view(states: Tensor, mask: Tensor, in_query: Tensor, chunk: int) -> C
     real = real.view(b, j, chunk)  # (b, J, C)
     counts = real.sum(-1)  # (b, J)
     safe = counts.clamp_min(1)  # (b, J)
-    pooled = (states.view(b, j, chunk, o) * real.unsqueeze(-1)).sum(2) / safe.unsqueeze(-1)
-    match = (in_query.view(b, j, chunk).to(real.dtype) * real).sum(-1) / safe  # (b, J)
+    weights = (real / safe.unsqueeze(-1)).to(states.dtype)  # (b, J, C): 1/count on real tokens
+    pooled = (states.view(b, j, chunk, o) * weights.unsqueeze(-1)).sum(2)  # (b, J, o)
+    match = (in_query.view(b, j, chunk).float() * real).sum(-1) / safe  # (b, J)
     positions = torch.arange(j * chunk, device=states.device, dtype=real.dtype).view(j, chunk)
     centres = (positions * real).sum(-1) / safe  # (b, J)
     return CoarseView(pooled, match, centres, counts > 0)
