@@ -6,7 +6,9 @@ predicts where to look (a centre and a stride for ``N`` grid points), and the re
 the document states through a Gaussian filterbank (``GaussianGlimpseReader``, DRAW) or by
 linear interpolation at the grid points (``TransformerGlimpseReader``, the spatial
 transformer's sampler). Over ``K`` glimpses an LSTM-cell controller moves the window, a
-differentiable counterpart of the recurrent visual attention model's sequence of looks.
+differentiable counterpart of the recurrent visual attention model's sequence of looks. The
+transformer glimpse can also place its grid from a coarse view of the whole document (chunk
+means, trained by an answer-chunk loss) and read a retina of pooled windows around each point.
 
 The maths lives in ``attentive_reader/nn/glimpse.py``; this file wires it into readers.
 """
