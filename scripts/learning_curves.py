@@ -49,6 +49,10 @@ DEFAULT_READERS = (
     "transformer_glimpse_reader",
     "gated_attention_reader",
 )
+# What the glimpse readers log per validation epoch (mean per example): tokens read at full
+# resolution, tokens inside the retina's pooled windows, the document's length, and the share
+# of examples whose answer the glimpses read.
+READING = ("val_tokens_read", "val_tokens_pooled", "val_doc_tokens", "val_answer_read")
 PLATEAU = (
     ("output", False),
     ("tied", False),
@@ -134,30 +138,52 @@ def train(config: Path, data: Path, out: Path, epochs: int, seed: int, extra: li
     )
     seconds = time.perf_counter() - started
     metrics = sorted((out / "curve").glob("version_*/metrics.csv"))[-1]
-    accuracy: dict[int, float] = {}
-    loss: dict[int, float] = {}
+    columns = ("val_acc", "train_loss_epoch", *READING)
+    per_epoch: dict[str, dict[int, float]] = {name: {} for name in columns}
     with metrics.open() as handle:
         for row in csv.DictReader(handle):
-            if row.get("val_acc"):
-                accuracy[int(row["epoch"])] = float(row["val_acc"])
-            if row.get("train_loss_epoch"):
-                loss[int(row["epoch"])] = float(row["train_loss_epoch"])
-    return {
-        "val_acc": [accuracy[k] for k in sorted(accuracy)],
-        "train_loss": [loss[k] for k in sorted(loss)],
+            for name in columns:
+                if row.get(name):
+                    per_epoch[name][int(row["epoch"])] = float(row[name])
+    figures = {
+        "val_acc": list(_by_epoch(per_epoch["val_acc"])),
+        "train_loss": list(_by_epoch(per_epoch["train_loss_epoch"])),
         "seconds": round(seconds, 1),
     }
+    for name in READING:  # the glimpse readers' tokens read per validation example
+        if per_epoch[name]:
+            figures[name] = list(_by_epoch(per_epoch[name]))
+    return figures
+
+
+def _by_epoch(values: dict[int, float]) -> list[float]:
+    return [values[k] for k in sorted(values)]
+
+
+def reading(run: dict) -> str:
+    """The last epoch's tokens read at full resolution per validation example, of the mean
+    document length (and those read only inside pooled windows, and the share of examples
+    whose answer a glimpse read), or "" for other readers."""
+    if "val_tokens_read" not in run:
+        return ""
+    text = f"{run['val_tokens_read'][-1]:.1f} of {run['val_doc_tokens'][-1]:.1f}"
+    if "val_tokens_pooled" in run:
+        text += f" (+{run['val_tokens_pooled'][-1]:.1f} pooled)"
+    if "val_answer_read" in run:
+        text += f", answer read in {run['val_answer_read'][-1]:.0%}"
+    return text
 
 
 def table(title: str, rows: dict[str, dict], base: dict[str, float], epochs: int) -> str:
     """A Markdown table: one row per run, validation accuracy per epoch, then the baselines."""
-    head = ["run", *(f"epoch {k + 1}" for k in range(epochs)), "time"]
+    head = ["run", *(f"epoch {k + 1}" for k in range(epochs)), "time", "tokens read"]
     lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for name, run in rows.items():
         cells = [f"{a:.3f}" for a in run["val_acc"]] + [""] * (epochs - len(run["val_acc"]))
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {run['seconds']:.0f} s |")
+        cells += [f"{run['seconds']:.0f} s", reading(run)]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     for name, value in base.items():
-        lines.append(f"| {name} (baseline) | {value:.3f} |" + " |" * epochs)
+        lines.append(f"| {name} (baseline) | {value:.3f} |" + " |" * (epochs + 1))
     return "\n".join(lines)
 
 

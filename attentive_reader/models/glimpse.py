@@ -6,7 +6,9 @@ predicts where to look (a centre and a stride for ``N`` grid points), and the re
 the document states through a Gaussian filterbank (``GaussianGlimpseReader``, DRAW) or by
 linear interpolation at the grid points (``TransformerGlimpseReader``, the spatial
 transformer's sampler). Over ``K`` glimpses an LSTM-cell controller moves the window, a
-differentiable counterpart of the recurrent visual attention model's sequence of looks.
+differentiable counterpart of the recurrent visual attention model's sequence of looks. The
+transformer glimpse can also place its grid from a coarse view of the whole document (chunk
+means, trained by an answer-chunk loss) and read a retina of pooled windows around each point.
 
 The maths lives in ``attentive_reader/nn/glimpse.py``; this file wires it into readers.
 """
@@ -20,6 +22,7 @@ from torch import Tensor, nn
 
 from attentive_reader.checks import check_positive
 from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.output import GlimpseExtras, ReaderOutput
 from attentive_reader.models.parts import (
     PairReader,
@@ -29,23 +32,33 @@ from attentive_reader.models.parts import (
 )
 from attentive_reader.nn.answer import AnswerLayerName
 from attentive_reader.nn.attention import ScorerName, build_scorer
+from attentive_reader.nn.features import query_match as query_match_features
 from attentive_reader.nn.glimpse import (
+    CoarseView,
+    chunk_any,
+    chunk_locator_loss,
     clamp_to_document,
+    coarse_view,
     gaussian_filterbank,
     glimpse_parameters,
     grid_points,
     interpolation_weights,
     linear_sample,
     position_weights,
+    retina_read,
     sampled_mask,
     support_mask,
 )
+from attentive_reader.nn.masking import masked_softmax
 
 GlimpseReadoutName = Literal["attend", "flatten"]
 SUPPORT_THRESHOLD = 1e-3  # a Gaussian filter weight above this counts as reading the token
 # The locator's initial (g~, delta~, sigma~, gamma~): centre mid-document, stride
 # sigmoid(3) = 0.95 of (L-1)/(N-1), width exp(-0.7) = 0.5 of L/N, intensity 1.
 INITIAL_RAW = (0.0, 3.0, -0.7, 0.0)
+# The coarse locator's initial weight on a chunk's query-match fraction: a chunk of which half
+# the tokens occur in the query starts e^2 ~ 7 times likelier than one without.
+INITIAL_MATCH_WEIGHT = 4.0
 
 
 class _GlimpseReader(PairReader):
@@ -114,9 +127,17 @@ class _GlimpseReader(PairReader):
                 " with glimpse_readout='flatten' (it has no weights over tokens; use 'attend')",
             )
         self.readout = build_readout(readout, states, self.answer)
+        # The last forward's output, for the steps (tokens read, the locator's loss): the
+        # base class's steps call forward themselves.
+        self._last_output: ReaderOutput | None = None
+
+    def survey(self, batch: ClozeBatch, y_d: Tensor, mask: Tensor) -> CoarseView | None:
+        """What the locator may see of the whole document before the first glimpse: ``None``
+        (the query alone places it) unless a subclass builds a coarse view."""
+        return None
 
     def look(
-        self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor
+        self, y_d: Tensor, mask: Tensor, lengths: Tensor, where: Tensor, view: CoarseView | None
     ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor]]:
         """One glimpse.
 
@@ -124,7 +145,8 @@ class _GlimpseReader(PairReader):
             y_d: (b, n, 2h) document states, 0 on padding.
             mask: (b, n) bool.
             lengths: (b,) true lengths.
-            raw: (b, location_size) the locator's unconstrained output.
+            where: (b, 2h | 4h) the locator's input, ``u`` or ``[u; c_{k-1}]``.
+            view: what :meth:`survey` returned.
 
         Returns:
             ``glimpse`` (b, N, 2h); ``weights`` (b, N, n): each read state as weights over
@@ -149,6 +171,7 @@ class _GlimpseReader(PairReader):
         encoded = self.encode(batch)
         y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
         lengths = mask.sum(1)  # (b,)
+        view = self.survey(batch, y_d, mask)
 
         state: tuple[Tensor, Tensor] | None = None
         if self.controller is not None:
@@ -161,7 +184,7 @@ class _GlimpseReader(PairReader):
         token_weights = None  # (b, n): the last glimpse's read-out weight on each token
         for _ in range(self.num_glimpses):
             where = u if state is None else torch.cat([u, state[0]], dim=-1)  # (b, 2h | 4h)
-            glimpse, weights, looked, values = self.look(y_d, mask, lengths, self.locator(where))
+            glimpse, weights, looked, values = self.look(y_d, mask, lengths, where, view)
             read = read | looked
             r, filter_weights = self._combine(glimpse, u)  # (b, 2h), (b, N) | None
             if filter_weights is not None:
@@ -183,14 +206,58 @@ class _GlimpseReader(PairReader):
         else:
             g = self.readout(r, u)  # (b, 2h)
             logits = self.answer_scores(batch, g=g, weights=token_weights)  # (b, e)
+        stacked = {key: torch.stack(values, dim=1) for key, values in per_glimpse.items()}
+        pooled = stacked.pop("pooled", None)  # (b, K, n): tokens read only in a pooled window
         extras = GlimpseExtras(
             glimpse_attention=torch.stack(
                 [position_weights(w, mask) for w in all_weights], dim=1
             ),  # (b, K, n)
             tokens_read=read.sum(-1),  # (b,)
-            **{key: torch.stack(values, dim=1) for key, values in per_glimpse.items()},
+            tokens_pooled=None if pooled is None else pooled.any(1).sum(-1),  # (b,)
+            **stacked,
         )
-        return ReaderOutput(logits=logits, attention=position_weights(filters, mask), extras=extras)
+        output = ReaderOutput(
+            logits=logits, attention=position_weights(filters, mask), extras=extras
+        )
+        self._last_output = output
+        return output
+
+    def training_step(self, batch: ClozeBatch, batch_idx: int) -> Tensor:
+        loss = super().training_step(batch, batch_idx)
+        extra = self.auxiliary_loss(batch, self._last_output)
+        if extra is None:
+            return loss
+        self.log("train_locator_loss", extra, on_step=True, on_epoch=True, batch_size=len(batch))
+        return loss + extra
+
+    def validation_step(self, batch: ClozeBatch, batch_idx: int) -> None:
+        super().validation_step(batch, batch_idx)
+        self.log_reading(batch, self._last_output.extras, "val")
+
+    def test_step(self, batch: ClozeBatch, batch_idx: int) -> None:
+        super().test_step(batch, batch_idx)
+        self.log_reading(batch, self._last_output.extras, "test")
+
+    def auxiliary_loss(self, batch: ClozeBatch, output: ReaderOutput) -> Tensor | None:
+        """A loss added to the cross-entropy in training (None: none)."""
+        return None
+
+    def log_reading(self, batch: ClozeBatch, extras: GlimpseExtras, stage: str) -> None:
+        """Log the epoch's mean tokens read per example, the mean document length, and the
+        share of examples where a glimpse's weights reach a mention of the answer."""
+        size = len(batch)
+        answer_token = Vocabulary.entity_offset + batch.answer  # (b,)
+        looked = extras.glimpse_attention.sum(1) > 0  # (b, n)
+        answer_read = ((batch.context == answer_token.unsqueeze(-1)) & looked).any(-1)  # (b,)
+        for name, value in (
+            ("tokens_read", extras.tokens_read),
+            ("answer_read", answer_read),
+            ("tokens_pooled", extras.tokens_pooled),
+            ("doc_tokens", batch.context_mask.sum(1)),
+        ):
+            if value is not None:
+                mean = value.float().mean()
+                self.log(f"{stage}_{name}", mean, on_epoch=True, sync_dist=True, batch_size=size)
 
     def _combine(self, glimpse: Tensor, u: Tensor) -> tuple[Tensor, Tensor | None]:
         """The reading ``r`` (b, 2h) of one glimpse (b, N, 2h), and the filter weights."""
@@ -244,9 +311,9 @@ class GaussianGlimpseReader(_GlimpseReader):
         self.intensity = intensity
 
     def look(
-        self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor
+        self, y_d: Tensor, mask: Tensor, lengths: Tensor, where: Tensor, view: CoarseView | None
     ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor]]:
-        params = glimpse_parameters(raw, lengths, self.num_filters)  # each (b,), float32
+        params = glimpse_parameters(self.locator(where), lengths, self.num_filters)  # (b,) each
         mu = grid_points(params.centre, params.stride, self.num_filters)  # (b, N)
         filters = gaussian_filterbank(mu, params.width, mask)  # (b, N, n)
         glimpse = torch.bmm(filters.to(y_d.dtype), y_d)  # (b, N, 2h)
@@ -272,14 +339,30 @@ class TransformerGlimpseReader(_GlimpseReader):
         p_i  = clamp(g + (i - N/2 - 0.5) delta, 0, L-1),                     i = 1..N
         G[i] = (1 - frac_i) y_d(floor p_i) + frac_i y_d(floor p_i + 1),     frac_i = p_i - floor p_i
 
-    Only the two real tokens around each point are read (at most ``2N`` per glimpse); the
-    gradient reaches ``g`` and ``delta`` through ``frac_i`` only, as with image sampling
-    grids. Then the read-out of ``_GlimpseReader``; the grid starts spanning 95% of the
-    document (``INITIAL_RAW``). ``attention`` sums the interpolation
-    weights ``max(0, 1 - |t - p_i|)`` over the points. ``extras``: ``centre``, ``stride``
-    (b, K); ``points`` (b, K, N) (the clamped ``p_i``); ``glimpse_attention`` (b, K, n);
-    ``filter_weights`` (b, K, N) with ``glimpse_readout="attend"``; ``tokens_read`` (b,):
-    distinct tokens gathered over all glimpses.
+    Only the two real tokens around each point are read at full resolution (at most ``2N``
+    per glimpse); the gradient reaches ``g`` and ``delta`` through ``frac_i`` (and, with the
+    retina, through the windows' edges). Then the read-out of ``_GlimpseReader``; without a
+    coarse view the grid starts spanning 95% of the document (``INITIAL_RAW``).
+
+    With ``coarse_chunk = C > 0`` (the context network of Ba et al. 2015) the locator first
+    reads a coarse view of the document: the states mean-pooled over chunks of ``C`` tokens,
+    ``s_j``, with ``q_j`` the share of the chunk's tokens that occur in the query::
+
+        a_j   = softmax_j( C score(s_j, v) + w_q q_j )   v = u (first glimpse) | W_v [u; c]
+        g     = sum_j a_j centre_j                        the chunks' mean real positions
+        delta = 2 sigmoid(delta~)                          in tokens: the grid stays local
+
+    With ``retina_widths = (w_1, ..., w_R)`` (RAM's glimpse sensor) each point also reads
+    windows of growing width pooled around it, ``P_r[i] = sum_t box_{w_r}(t - p_i) y_d(t)``
+    (normalised), and ``G[i] += W_ret [P_1[i]; ...; P_R[i]]`` (``W_ret`` starts at 0).
+
+    ``attention`` sums the interpolation weights ``max(0, 1 - |t - p_i|)`` over the points.
+    ``extras``: ``centre``, ``stride`` (b, K); ``points`` (b, K, N) (the clamped ``p_i``);
+    ``glimpse_attention`` (b, K, n); ``filter_weights`` (b, K, N) with
+    ``glimpse_readout="attend"``; ``tokens_read`` (b,): distinct tokens read at full
+    resolution (interpolated) over all glimpses; with the retina ``tokens_pooled`` (b,):
+    distinct tokens inside some pooled window (read only as part of a mean); with the coarse
+    view ``chunk_attention`` (b, K, J), the locator's weights over the chunks.
 
     Args:
         **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
@@ -287,26 +370,103 @@ class TransformerGlimpseReader(_GlimpseReader):
         num_filters: ``N``, sampling points per glimpse.
         num_glimpses: ``K``; more than 1 adds the LSTM-cell controller.
         glimpse_readout: ``attend`` or ``flatten`` (see ``GaussianGlimpseReader``).
-        scorer: the ``attend`` scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear``.
+        scorer: the ``attend`` scorer (and the coarse view's): ``additive``, ``dot``,
+            ``cosine`` or ``bilinear``.
         attention_dim: hidden size of the additive scorer (default ``2h``).
         readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
         answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer``
             (``glimpse_readout="attend"`` only; see ``_GlimpseReader``).
+        coarse_chunk: ``C``, tokens per chunk of the coarse view the locator reads (0: no
+            coarse view; the query alone places the grid).
+        retina_widths: widths of the pooled windows around each point (empty: none).
+        locator_supervision: weight of an auxiliary training loss (0: off; needs
+            ``coarse_chunk``): ``-log`` of the first glimpse's chunk weight on the chunks
+            that hold the training answer (any of its mentions). It uses the training
+            answer only, never at validation or test time.
     """
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        coarse_chunk: int = 0,
+        retina_widths: list[int] | None = None,
+        locator_supervision: float = 0.0,
+        **options: Any,
+    ) -> None:
         super().__init__(location_size=2, **options)  # centre, stride
+        widths = tuple(retina_widths or ())
+        if not isinstance(coarse_chunk, int) or coarse_chunk < 0:
+            raise ValueError(
+                f"coarse_chunk must be 0 (off) or a positive integer, got {coarse_chunk!r}"
+            )
+        if any(not isinstance(w, int) or w < 2 for w in widths):
+            raise ValueError(f"retina_widths must be integers >= 2, got {list(widths)}")
+        if locator_supervision < 0 or (locator_supervision > 0 and not coarse_chunk):
+            raise ValueError(
+                "locator_supervision must be >= 0 and needs coarse_chunk > 0, got "
+                f"{locator_supervision} with coarse_chunk={coarse_chunk}"
+            )
+        self.coarse_chunk = coarse_chunk
+        self.retina_widths = widths
+        self.locator_supervision = float(locator_supervision)
+        states = self.encoders.output_dim  # 2h
+        if coarse_chunk:
+            self.coarse_scorer = build_scorer(
+                options.get("scorer", "bilinear"), states, states, options.get("attention_dim")
+            )
+            self.match_weight = nn.Parameter(torch.tensor(INITIAL_MATCH_WEIGHT))  # w_q
+            with torch.no_grad():  # delta = 2 sigmoid(0) = 1 token at the start
+                self.locator.bias.zero_()
+            self.coarse_query = (
+                nn.Linear(2 * states, states) if self.controller is not None else None
+            )  # W_v
+        if widths:
+            self.retina = nn.Linear(len(widths) * states, states, bias=False)  # W_ret
+            nn.init.zeros_(self.retina.weight)
+
+    def survey(self, batch: ClozeBatch, y_d: Tensor, mask: Tensor) -> CoarseView | None:
+        if not self.coarse_chunk:
+            return None
+        in_query, _ = query_match_features(
+            batch.context, batch.context_mask, batch.query, batch.query_mask
+        )  # (b, n)
+        return coarse_view(y_d, mask, in_query, self.coarse_chunk)  # (b, J, 2h), ...
 
     def look(
-        self, y_d: Tensor, mask: Tensor, lengths: Tensor, raw: Tensor
+        self, y_d: Tensor, mask: Tensor, lengths: Tensor, where: Tensor, view: CoarseView | None
     ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor]]:
-        params = glimpse_parameters(raw, lengths, self.num_filters)  # centre, stride: (b,)
-        points = grid_points(params.centre, params.stride, self.num_filters)  # (b, N)
-        glimpse = linear_sample(y_d, points, lengths)  # (b, N, 2h)
+        raw = self.locator(where)  # (b, 2)
+        values: dict[str, Tensor] = {}
+        if view is None:
+            params = glimpse_parameters(raw, lengths, self.num_filters)  # centre, stride: (b,)
+            centre, stride = params.centre, params.stride
+        else:
+            v = where if self.coarse_query is None else self.coarse_query(where)  # (b, 2h)
+            # Scaled by C: for the bilinear scorer a chunk's score is then the sum of its
+            # tokens' scores, not their mean (a C times flatter start).
+            scores = self.coarse_chunk * self.coarse_scorer.score(view.states, v)  # (b, J)
+            scores = scores.float() + self.match_weight * view.match  # (b, J)
+            chunk_weights = masked_softmax(scores, view.mask)  # (b, J)
+            centre = (chunk_weights * view.centres).sum(-1)  # (b,)
+            stride = 2 * torch.sigmoid(raw[:, 1].float())  # (b,)
+            values["chunk_attention"] = chunk_weights
+        points = grid_points(centre, stride, self.num_filters)  # (b, N)
+        if self.retina_widths:
+            read, pooled = retina_read(y_d, points, lengths, mask, self.retina_widths)
+            o = y_d.shape[-1]  # (b, N, (1 + R) 2h): the interpolated state, then the windows
+            glimpse = read[..., :o] + self.retina(read[..., o:])  # (b, N, 2h)
+            values["pooled"] = pooled
+        else:
+            glimpse = linear_sample(y_d, points, lengths)  # (b, N, 2h)
         weights = interpolation_weights(points, lengths, mask.shape[1])  # (b, N, n)
-        values = {
-            "centre": params.centre,
-            "stride": params.stride,
-            "points": clamp_to_document(points, lengths),
-        }
+        values |= {"centre": centre, "stride": stride, "points": clamp_to_document(points, lengths)}
         return glimpse, weights, sampled_mask(points, lengths, mask.shape[1]), values
+
+    def auxiliary_loss(self, batch: ClozeBatch, output: ReaderOutput) -> Tensor | None:
+        if not self.locator_supervision:
+            return None
+        answer_token = Vocabulary.entity_offset + batch.answer  # (b,)
+        is_answer = (batch.context == answer_token.unsqueeze(-1)) & batch.context_mask  # (b, n)
+        target = chunk_any(is_answer, self.coarse_chunk)  # (b, J)
+        first = output.extras.chunk_attention[:, 0]  # (b, J)
+        return self.locator_supervision * chunk_locator_loss(first, target)

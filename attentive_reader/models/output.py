@@ -84,6 +84,10 @@ class GlimpseExtras(ReaderExtras):
         intensity: (b, K) the Gaussian glimpse's intensity, where it learns one.
         filter_weights: (b, K, N) the read-out's weights over the filters
             (``glimpse_readout="attend"``).
+        tokens_pooled: (b,) long, the tokens read only as part of a pooled retina window
+            (low resolution; the transformer glimpse with ``retina_widths``).
+        chunk_attention: (b, K, J) the locator's weights over the coarse view's chunks (the
+            transformer glimpse with ``coarse_chunk``).
     """
 
     glimpse_attention: Tensor
@@ -94,6 +98,8 @@ class GlimpseExtras(ReaderExtras):
     width: Tensor | None = None
     intensity: Tensor | None = None
     filter_weights: Tensor | None = None
+    tokens_pooled: Tensor | None = None
+    chunk_attention: Tensor | None = None
 
 
 @dataclass

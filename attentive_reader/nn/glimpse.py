@@ -246,3 +246,150 @@ def sampled_mask(points: Tensor, lengths: Tensor, n: int) -> Tensor:
     read = torch.zeros(points.shape[0], n, dtype=torch.bool, device=points.device)  # (b, n)
     read.scatter_(1, torch.cat([low, high], dim=1), True)
     return read & (lengths > 0).unsqueeze(-1)
+
+
+@dataclass
+class CoarseView:
+    """The document at low resolution: token states mean-pooled over fixed chunks.
+
+    Letters: ``J = ceil(n / C)`` chunks of ``C`` positions.
+
+    Attributes:
+        states: (b, J, o) the mean state of each chunk's real tokens (0 for an empty chunk).
+        match: (b, J) float32, the fraction of each chunk's real tokens that also occur in
+            the query.
+        centres: (b, J) float32, the mean position of each chunk's real tokens (0 for an
+            empty chunk).
+        mask: (b, J) bool, True on chunks holding at least one real token.
+    """
+
+    states: Tensor
+    match: Tensor
+    centres: Tensor
+    mask: Tensor
+
+
+def coarse_view(states: Tensor, mask: Tensor, in_query: Tensor, chunk: int) -> CoarseView:
+    """Pool ``states`` over chunks of ``chunk`` positions, padding excluded.
+
+    Chunk ``j`` covers positions ``jC .. jC + C - 1``; its state is the mean over the real
+    tokens among them, its match fraction the share of those tokens with the query-match bit,
+    its centre their mean position. A chunk without real tokens is masked out.
+
+    Args:
+        states: (b, n, o) token states.
+        mask: (b, n) bool, True on real tokens.
+        in_query: (b, n) bool, True on tokens that also occur in the query.
+        chunk: ``C``, positions per chunk (>= 1).
+
+    Returns:
+        The :class:`CoarseView`.
+    """
+    if chunk < 1:
+        raise ValueError(f"chunk must be at least 1, got {chunk}")
+    b, n, o = states.shape
+    pad = -n % chunk
+    real = mask.float()  # (b, n); positions and fractions in float32, even under bf16
+    if pad:
+        states = torch.nn.functional.pad(states, (0, 0, 0, pad))  # (b, JC, o)
+        real = torch.nn.functional.pad(real, (0, pad))  # (b, JC)
+        in_query = torch.nn.functional.pad(in_query, (0, pad))
+    j = states.shape[1] // chunk
+    real = real.view(b, j, chunk)  # (b, J, C)
+    counts = real.sum(-1)  # (b, J)
+    safe = counts.clamp_min(1)  # (b, J)
+    weights = (real / safe.unsqueeze(-1)).to(states.dtype)  # (b, J, C): 1/count on real tokens
+    pooled = (states.view(b, j, chunk, o) * weights.unsqueeze(-1)).sum(2)  # (b, J, o)
+    match = (in_query.view(b, j, chunk).float() * real).sum(-1) / safe  # (b, J)
+    positions = torch.arange(j * chunk, device=states.device, dtype=real.dtype).view(j, chunk)
+    centres = (positions * real).sum(-1) / safe  # (b, J)
+    return CoarseView(pooled, match, centres, counts > 0)
+
+
+def window_weights(points: Tensor, lengths: Tensor, mask: Tensor, width: int) -> Tensor:
+    """Pooled windows of ``width`` tokens around each point (one ring of the retina).
+
+    ``w[i, t] = clamp(width/2 + 1/2 - |t - p_i|, 0, 1)`` over the real tokens, normalised to
+    sum to 1: a box of ``width`` tokens around an integer point, with linear edges so that
+    the read is differentiable in ``p_i``. ``width = 1`` is :func:`interpolation_weights`.
+    Points are clamped to the document first; padding gets 0.
+
+    Args:
+        points: (b, N) positions.
+        lengths: (b,) true lengths.
+        mask: (b, n) bool, True on real tokens.
+        width: the window's width in tokens (>= 1).
+
+    Returns:
+        (b, N, n) weights; each row of an example with real tokens sums to 1.
+    """
+    if width < 1:
+        raise ValueError(f"width must be at least 1, got {width}")
+    p = clamp_to_document(points, lengths)  # (b, N)
+    t = torch.arange(mask.shape[1], device=points.device, dtype=p.dtype)  # (n,)
+    reach = width / 2 + 0.5
+    weights = (reach - (t.view(1, 1, -1) - p.unsqueeze(-1)).abs()).clamp(0, 1)  # (b, N, n)
+    weights = weights * mask.unsqueeze(1).to(weights.dtype)
+    return weights / weights.sum(-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
+
+
+def retina_read(
+    states: Tensor, points: Tensor, lengths: Tensor, mask: Tensor, widths: tuple[int, ...]
+) -> tuple[Tensor, Tensor]:
+    """RAM's glimpse sensor on a sequence: around each point, the interpolated token and
+    pooled windows of growing width (lower resolution, more context).
+
+    Args:
+        states: (b, n, o) token states.
+        points: (b, N) positions.
+        lengths: (b,) true lengths.
+        mask: (b, n) bool.
+        widths: the pooled windows' widths, e.g. ``(3, 9)``.
+
+    Returns:
+        ``read`` (b, N, (1 + R) o): ``[interpolated; window_1; ...; window_R]`` per point;
+        ``pooled`` (b, n) bool: the tokens some window weighs (read at low resolution).
+    """
+    parts = [linear_sample(states, points, lengths)]  # (b, N, o)
+    pooled = torch.zeros_like(mask)  # (b, n)
+    for width in widths:
+        weights = window_weights(points, lengths, mask, width)  # (b, N, n)
+        parts.append(torch.bmm(weights.to(states.dtype), states))  # (b, N, o)
+        pooled = pooled | (weights > 0).any(1)
+    return torch.cat(parts, dim=-1), pooled
+
+
+def chunk_any(flags: Tensor, chunk: int) -> Tensor:
+    """Which chunks of ``chunk`` positions (as in :func:`coarse_view`) hold a True flag.
+
+    Args:
+        flags: (b, n) bool.
+        chunk: ``C``.
+
+    Returns:
+        (b, J) bool, ``J = ceil(n / C)``.
+    """
+    pad = -flags.shape[1] % chunk
+    if pad:
+        flags = torch.nn.functional.pad(flags, (0, pad))
+    return flags.view(flags.shape[0], -1, chunk).any(-1)  # (b, J)
+
+
+def chunk_locator_loss(chunk_weights: Tensor, target: Tensor) -> Tensor:
+    """``-log sum_{j in target} a_j``, averaged over the examples with a target chunk.
+
+    The marginal likelihood of landing on any target chunk: the locator may choose which
+    of them (e.g. which of the answer's mentions) to place the glimpse on.
+
+    Args:
+        chunk_weights: (b, J) the locator's weights over the chunks (rows sum to 1).
+        target: (b, J) bool.
+
+    Returns:
+        A scalar (0 when no example has a target chunk).
+    """
+    mass = (chunk_weights.float() * target.float()).sum(-1)  # (b,)
+    has = target.any(-1)  # (b,)
+    if not has.any():
+        return chunk_weights.new_zeros(()).float()
+    return -mass[has].clamp_min(1e-12).log().mean()

@@ -42,7 +42,17 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     ],
     "HardAttentionReader": [{"hidden_dim": 6, "num_samples": 2, "policy_supervision": 1.0}],
     "ImpatientReader": [{"hidden_dim": 6}],
-    "TransformerGlimpseReader": [{"hidden_dim": 6, "num_filters": 3, "scorer": "dot"}],
+    "TransformerGlimpseReader": [
+        {"hidden_dim": 6, "num_filters": 3, "scorer": "dot"},
+        {
+            "hidden_dim": 6,
+            "num_filters": 3,
+            "num_glimpses": 2,
+            "coarse_chunk": 2,
+            "retina_widths": [3, 5],
+            "locator_supervision": 1.0,
+        },
+    ],
     "UniformReader": [{"hidden_dim": 6}],
 }
 

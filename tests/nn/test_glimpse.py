@@ -6,15 +6,20 @@ import pytest
 import torch
 
 from attentive_reader.nn.glimpse import (
+    chunk_any,
+    chunk_locator_loss,
     clamp_to_document,
+    coarse_view,
     gaussian_filterbank,
     glimpse_parameters,
     grid_points,
     interpolation_weights,
     linear_sample,
     position_weights,
+    retina_read,
     sampled_mask,
     support_mask,
+    window_weights,
 )
 
 
@@ -171,3 +176,86 @@ def test_position_weights_and_support():
         position_weights(filters, mask), torch.tensor([[0.25, 0.74975, 0.00025, 0]])
     )
     assert support_mask(filters, 1e-3).tolist() == [[True, True, False, False]]
+
+
+def test_coarse_view_by_hand():
+    # Two examples, n = 5, chunks of C = 2: positions (0,1), (2,3), (4,).
+    # Example 0: 5 real tokens with states 1..5 (one feature); example 1: 3 real tokens.
+    states = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0], [10.0, 20.0, 30.0, 99.0, 99.0]])
+    states = states.unsqueeze(-1)  # (2, 5, 1)
+    mask = _mask([5, 3], 5)
+    in_query = torch.tensor([[True, False, True, True, False], [False, True, False, True, True]])
+    view = coarse_view(states, mask, in_query, chunk=2)
+    # Means over real tokens: padding (the 99s) never counts.
+    assert view.states.squeeze(-1).tolist() == [[1.5, 3.5, 5.0], [15.0, 30.0, 0.0]]
+    # Query-match fractions over real tokens: the padded "matches" of example 1 do not count.
+    assert view.match.tolist() == [[0.5, 1.0, 0.0], [0.5, 0.0, 0.0]]
+    # Mean real positions; the partial chunk (2, 3) of example 1 holds only position 2.
+    assert view.centres.tolist() == [[0.5, 2.5, 4.0], [0.5, 2.0, 0.0]]
+    assert view.mask.tolist() == [[True, True, True], [True, True, False]]
+    # One chunk per token is the token itself.
+    same = coarse_view(states, mask, in_query, chunk=1)
+    assert torch.equal(same.states, states * mask.unsqueeze(-1))
+    with pytest.raises(ValueError, match="chunk must be at least 1"):
+        coarse_view(states, mask, in_query, chunk=0)
+
+
+def test_window_weights_by_hand():
+    # Width 3 around the integer point 2 over 6 real tokens: tokens 1, 2, 3, a third each.
+    mask = _mask([6, 4], 7)
+    lengths = mask.sum(1)
+    w = window_weights(torch.tensor([[2.0], [3.0]]), lengths, mask, width=3)
+    assert torch.allclose(w[0, 0], torch.tensor([0, 1, 1, 1, 0, 0, 0]) / 3.0)
+    # At the document's end (L = 4) the window holds only the real tokens 2 and 3.
+    assert torch.allclose(w[1, 0], torch.tensor([0, 0, 1, 1, 0, 0, 0]) / 2.0)
+    # Between tokens (p = 2.25): linear edges, 0.75 on token 1, 1 on 2 and 3, 0.25 on token 4.
+    half = window_weights(torch.tensor([[2.25]]), lengths[:1], mask[:1], width=3)
+    assert torch.allclose(half[0, 0], torch.tensor([0, 0.75, 1, 1, 0.25, 0, 0]) / 3.0)
+    with pytest.raises(ValueError, match="width must be at least 1"):
+        window_weights(torch.tensor([[2.0]]), lengths[:1], mask[:1], width=0)
+
+
+def test_a_window_of_one_token_is_the_interpolation():
+    mask = _mask([6, 3], 7)
+    lengths = mask.sum(1)
+    points = torch.tensor([[0.0, 1.3, 4.5, 9.0], [-2.0, 0.5, 1.75, 2.0]])
+    torch.testing.assert_close(
+        window_weights(points, lengths, mask, width=1), interpolation_weights(points, lengths, 7)
+    )
+
+
+def test_retina_read_concatenates_the_point_and_its_windows():
+    torch.manual_seed(0)
+    states = torch.randn(2, 12, 3)
+    mask = _mask([12, 5], 12)
+    states = states * mask.unsqueeze(-1)
+    lengths = mask.sum(1)
+    points = torch.tensor([[5.0, 6.5], [4.0, 1.0]])
+    read, pooled = retina_read(states, points, lengths, mask, (3, 9))
+    assert read.shape == (2, 2, 9)
+    torch.testing.assert_close(read[..., :3], linear_sample(states, points, lengths))
+    # The 3-window at 5.0 is the mean of tokens 4, 5, 6; the 9-window the mean of 1..9.
+    torch.testing.assert_close(read[0, 0, 3:6], states[0, 4:7].mean(0))
+    torch.testing.assert_close(read[0, 0, 6:], states[0, 1:10].mean(0))
+    # Example 1 (L = 5): the 9-window at 4.0 holds tokens 0..4 only; padding gets no weight.
+    torch.testing.assert_close(read[1, 0, 6:], states[1, :5].mean(0))
+    # pooled: tokens inside some window (the 9-windows at 5.0 and 6.5 cover 1..11).
+    assert pooled[0].tolist() == [False] + [True] * 11
+    assert pooled[1].tolist() == [True] * 5 + [False] * 7
+    # The read is differentiable in the points (through the windows' edges too).
+    moving = points.clone().requires_grad_(True)
+    retina_read(states, moving, lengths, mask, (3,))[0][..., 3:].sum().backward()
+    assert moving.grad[0].abs().sum() > 0
+
+
+def test_chunk_flags_and_the_locator_loss():
+    flags = torch.tensor([[False, False, True, False, False], [False, False, False, False, False]])
+    target = chunk_any(flags, 2)  # chunks (0,1), (2,3), (4,)
+    assert target.tolist() == [[False, True, False], [False, False, False]]
+    weights = torch.tensor([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+    # Only example 0 has a target: -log 0.5.
+    assert chunk_locator_loss(weights, target).item() == pytest.approx(math.log(2.0))
+    # Two target chunks: the marginal, -log(0.2 + 0.5).
+    both = torch.tensor([[True, True, False], [False, False, False]])
+    assert chunk_locator_loss(weights, both).item() == pytest.approx(-math.log(0.7))
+    assert chunk_locator_loss(weights, torch.zeros_like(both)).item() == 0.0

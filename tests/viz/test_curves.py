@@ -77,11 +77,25 @@ def test_the_script_draws_what_an_earlier_run_saved(tmp_path, monkeypatch, capsy
         "readers": {name: {"val_acc": acc, "seconds": 1.0} for name, acc in READERS.items()},
         "plateau": {},
     }
+    # A glimpse reader's run also holds the tokens it read per validation example.
+    record["readers"]["glimpse"] = {
+        "val_acc": [0.2, 0.4, 0.7],
+        "seconds": 2.0,
+        "val_tokens_read": [20.0, 18.0, 17.25],
+        "val_tokens_pooled": [30.0, 27.0, 26.0],
+        "val_doc_tokens": [70.0, 70.0, 70.0],
+        "val_answer_read": [0.5, 0.6, 0.875],
+    }
     saved, png = tmp_path / "curves.json", tmp_path / "curves.png"
     saved.write_text(json.dumps(record))
     assert script.main(["--from-json", str(saved), "--plot", str(png)]) == 0
     printed = capsys.readouterr().out
-    assert "| attentive_reader | 0.250 | 0.500 | 0.900 | 1 s |" in printed
+    assert "| attentive_reader | 0.250 | 0.500 | 0.900 | 1 s |  |" in printed
+    # The last epoch's tokens read at full resolution, of the document, beside accuracy.
+    assert (
+        "| glimpse | 0.200 | 0.400 | 0.700 | 2 s | 17.2 of 70.0 (+26.0 pooled), "
+        "answer read in 88% |" in printed
+    )
     assert f"plot written to {png}" in printed and png.read_bytes()[:4] == b"\x89PNG"
     assert script.corpus_title(record) == (
         "40 compact synthetic stories (seed 3), 50 permuted entity ids"
