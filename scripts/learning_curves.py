@@ -176,9 +176,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--set",
         nargs="+",
+        action="extend",
         default=[],
         metavar="ARG",
-        help="extra fit arguments for every run, e.g. --set=--model.lr=0.003",
+        help="extra fit arguments for every run, e.g. --set=--model.lr=0.003 (repeatable)",
     )
     parser.add_argument("--plateau", action="store_true", help="add the answer-layer table")
     parser.add_argument("--no-readers", action="store_true", help="only the plateau table")
