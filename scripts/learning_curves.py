@@ -15,9 +15,10 @@ pointer``), each with and without the query-match bit, at the same id range.
     python scripts/learning_curves.py --stories 1500 --shape compact --epochs 5 \
         --num-entities 600 --plateau --output curves.json
 
-Everything runs on the CPU with one torch thread unless ``--threads`` says otherwise. Writes the
-curves, the baselines, the CPU model and the settings as JSON with ``--output``, and draws them
-with ``--plot FILE.png`` (one panel per table, the baselines as horizontal lines);
+Training runs where Lightning's ``accelerator: auto`` puts it (the CPU, or a GPU when one is
+there; ``--set=--trainer.accelerator=gpu`` insists), with one torch thread unless ``--threads``
+says otherwise. Writes the curves, the baselines, the CPU model and the settings as JSON with
+``--output``, and draws them with ``--plot FILE.png`` (one panel per table, the baselines as horizontal lines);
 ``--from-json FILE`` prints and draws what an earlier ``--output`` wrote, without training.
 The baselines are their expected accuracy under a random tie-break, as ``attentive-reader
 evaluate`` reports them.
@@ -202,9 +203,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--set",
         nargs="+",
+        action="extend",
         default=[],
         metavar="ARG",
-        help="extra fit arguments for every run, e.g. --set=--model.lr=0.003",
+        help="extra fit arguments for every run, e.g. --set=--model.lr=0.003 (repeatable)",
     )
     parser.add_argument("--plateau", action="store_true", help="add the answer-layer table")
     parser.add_argument("--no-readers", action="store_true", help="only the plateau table")

@@ -18,7 +18,7 @@ from attentive_reader.models.parts import (
     check_dropout,
 )
 from attentive_reader.nn.answer import AnswerLayerName
-from attentive_reader.nn.encoders import SequenceEncoder
+from attentive_reader.nn.encoders import SequenceEncoder, set_forget_bias
 from attentive_reader.nn.masking import masked_softmax
 
 DeepLSTMOrder = Literal["document_first", "query_first"]
@@ -48,6 +48,9 @@ class DeepLSTMReader(ClozeReader):
         num_layers: depth ``K`` of the LSTM.
         dropout: dropout on the embeddings and on each layer's output.
         order: ``document_first`` (``document ||| query``) or ``query_first``.
+        forget_bias: start every forget gate's bias here (``set_forget_bias``); ``None``
+            keeps torch's initialisation (gates near 0.5: what was read halves at every
+            step until the gates learn otherwise).
         answer_layer: ``tied`` (the default) or ``output`` (the paper's); this reader has no
             token attention for ``pointer``.
     """
@@ -61,6 +64,7 @@ class DeepLSTMReader(ClozeReader):
         num_layers: int = 2,
         dropout: float = 0.1,
         order: DeepLSTMOrder = "document_first",
+        forget_bias: float | None = None,
         answer_layer: AnswerLayerName = "tied",
         **options: Any,
     ) -> None:
@@ -78,6 +82,9 @@ class DeepLSTMReader(ClozeReader):
             )
             for k in range(num_layers)
         )
+        if forget_bias is not None:
+            for layer in self.layers:
+                set_forget_bias(layer, forget_bias)
         self.build_answer_layer(answer_layer, num_layers * hidden_dim, why=" (it has no attention)")
 
     def forward(self, batch: ClozeBatch) -> ReaderOutput:

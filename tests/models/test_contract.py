@@ -34,7 +34,10 @@ TINY = {"vocab_size": VOCAB, "num_entities": ENTITIES, "embedding_dim": 8, "drop
 # glimpse read-out without token weights, a gate that doubles the state size, ...).
 VARIANTS: dict[str, list[dict[str, Any]]] = {
     "AttentiveReader": [{"hidden_dim": 6, "scorer": "additive", "readout": "paper"}],
-    "DeepLSTMReader": [{"hidden_dim": 6}],
+    "DeepLSTMReader": [
+        {"hidden_dim": 6},
+        {"hidden_dim": 6, "order": "query_first", "forget_bias": 1.0},
+    ],
     "GatedAttentionReader": [{"hidden_dim": 6, "num_hops": 2, "gate": "concat"}],
     "GaussianGlimpseReader": [
         {"hidden_dim": 6, "num_filters": 3, "num_glimpses": 2},

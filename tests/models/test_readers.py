@@ -281,6 +281,22 @@ def test_deep_lstm_reads_the_query_first_when_asked():
         DeepLSTMReader(**SIZES, order="interleaved")
 
 
+def test_deep_lstm_forget_bias_reaches_every_layer():
+    """forget_bias=1.0 starts every layer's forget gates at 1; None keeps torch's draw."""
+    torch.manual_seed(0)
+    reader = DeepLSTMReader(**SIZES, forget_bias=1.0, **TINY)
+    torch.manual_seed(0)
+    plain = DeepLSTMReader(**SIZES, **TINY)
+    assert len(reader.layers) == 2
+    for layer, plain_layer in zip(reader.layers, plain.layers, strict=True):
+        cell, plain_cell = layer.layers[0][0], plain_layer.layers[0][0]
+        h = cell.hidden_size
+        total = cell.bias_ih_l0[h : 2 * h] + cell.bias_hh_l0[h : 2 * h]
+        assert torch.equal(total, torch.ones(h))
+        assert not torch.equal(plain_cell.bias_ih_l0[h : 2 * h], torch.ones(h))
+        torch.testing.assert_close(cell.weight_ih_l0, plain_cell.weight_ih_l0)
+
+
 @pytest.mark.parametrize("emulated", [True, False])
 def test_impatient_steps_run_in_float32_where_bf16_is_emulated(emulated, monkeypatch):
     """On CPUs without bf16 instructions the query steps leave autocast (as the encoders do):

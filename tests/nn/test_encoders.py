@@ -1,8 +1,10 @@
+import math
+
 import pytest
 import torch
 from torch import nn
 
-from attentive_reader.nn.encoders import SequenceEncoder, load_word_vectors
+from attentive_reader.nn.encoders import SequenceEncoder, load_word_vectors, set_forget_bias
 
 
 def padded(lengths, dim=3, seed=0):
@@ -56,6 +58,40 @@ def test_empty_sequence_gives_zeros():
     inputs, mask = padded([2, 0])
     states, final = encoder(inputs, mask)
     assert torch.equal(states[1], torch.zeros(2, 8)) and torch.equal(final[1], torch.zeros(8))
+
+
+def test_forget_bias_sets_the_forget_gates_and_nothing_else():
+    """The summed forget bias is the value; a state then decays by sigmoid(value) a step."""
+    torch.manual_seed(0)
+    encoder = SequenceEncoder(3, 4, num_layers=2, bidirectional=True)
+    before = {name: p.detach().clone() for name, p in encoder.named_parameters()}
+    set_forget_bias(encoder, 1.0)
+    for name, p in encoder.named_parameters():
+        if "bias" not in name:
+            assert torch.equal(p, before[name])
+            continue
+        forget = slice(4, 8)
+        expected = 1.0 if "bias_ih" in name else 0.0
+        assert torch.equal(p[forget], torch.full((4,), expected))
+        rest = torch.cat([p[:4], p[8:]])
+        assert torch.equal(rest, torch.cat([before[name][:4], before[name][8:]]))
+    # With no weights, c(t) = sigmoid(1) c(t-1) + sigmoid(b_i) tanh(b_g): with b_i = b_g = 0
+    # the cell input is 0, so put it in through b_g and compare two steps by hand.
+    single = SequenceEncoder(1, 1, bidirectional=False)
+    set_forget_bias(single, 1.0)
+    cell = single.layers[0][0]
+    with torch.no_grad():
+        for p in (cell.weight_ih_l0, cell.weight_hh_l0):
+            p.zero_()
+        cell.bias_ih_l0.copy_(torch.tensor([0.0, 1.0, 2.0, 0.0]))  # i, f, g, o
+        cell.bias_hh_l0.zero_()
+    states, _ = single(torch.zeros(1, 2, 1), torch.ones(1, 2, dtype=torch.bool))
+    a = 0.5 * math.tanh(2.0)  # sigmoid(0) tanh(2)
+    c1, c2 = a, (1 / (1 + math.exp(-1.0))) * a + a
+    expected = torch.tensor([0.5 * math.tanh(c1), 0.5 * math.tanh(c2)])
+    torch.testing.assert_close(states[0, :, 0], expected)
+    with pytest.raises(ValueError, match="forget gate"):
+        set_forget_bias(SequenceEncoder(3, 4, rnn="gru"), 1.0)
 
 
 def test_encoder_validates_arguments():
