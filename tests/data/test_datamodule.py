@@ -3,39 +3,28 @@ import numpy as np
 import pytest
 import torch
 
-from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample
+from attentive_reader.corpus.records import CLOZE_FEATURES
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.errors import UserError
-
-
-def _example(i: int, context: str, query: str, answer: str) -> ClozeExample:
-    tokens = context.split()
-    markers = tuple(dict.fromkeys(t for t in tokens if t.startswith("@entity")))
-    return ClozeExample(
-        id=f"ex{i}",
-        story_id=f"s{i}",
-        context=tuple(tokens),
-        query=tuple(query.split()),
-        answer=answer,
-        candidates=markers,
-    )
-
+from tests.corpus.fixtures import numbered_example
 
 TRAIN = [
-    _example(0, "@entity0 met @entity1 in paris .", "@entity0 met @placeholder", "@entity1"),
-    _example(
+    numbered_example(
+        0, "@entity0 met @entity1 in paris .", "@entity0 met @placeholder", "@entity1"
+    ),
+    numbered_example(
         1,
         "@entity0 sued @entity2 . @entity1 met @entity0",
         "@placeholder sued @entity2",
         "@entity0",
     ),
-    _example(2, "@entity1 met @entity0 .", "@placeholder met @entity0", "@entity1"),
+    numbered_example(2, "@entity1 met @entity0 .", "@placeholder met @entity0", "@entity1"),
 ]
 VALIDATION = [
-    _example(3, "@entity0 met @entity1 in rome .", "@entity0 met @placeholder", "@entity1")
+    numbered_example(3, "@entity0 met @entity1 in rome .", "@entity0 met @placeholder", "@entity1")
 ]
-TEST = [_example(4, "@entity2 hired @entity0 .", "@entity2 hired @placeholder", "@entity0")]
+TEST = [numbered_example(4, "@entity2 hired @entity0 .", "@entity2 hired @placeholder", "@entity0")]
 
 
 def write(directory, splits):
