@@ -9,13 +9,12 @@ import sys
 
 import pytest
 
-from tests.trained_reader import ROOT, shared_tiny_reader
+from tests.trained_reader import ROOT
 
 pytestmark = pytest.mark.slow
 
 
-def test_answer_speed_prints_latency_and_throughput(tmp_path_factory):
-    trained = shared_tiny_reader(tmp_path_factory)
+def test_answer_speed_prints_latency_and_throughput(trained):
     argv = [
         sys.executable,
         str(ROOT / "scripts" / "answer_speed.py"),

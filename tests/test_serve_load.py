@@ -9,13 +9,12 @@ import sys
 
 import pytest
 
-from tests.trained_reader import ROOT, shared_tiny_reader
+from tests.trained_reader import ROOT
 
 pytestmark = pytest.mark.slow
 
 
-def test_serve_load_prints_rates_latencies_statuses_and_memory(tmp_path_factory):
-    trained = shared_tiny_reader(tmp_path_factory)
+def test_serve_load_prints_rates_latencies_statuses_and_memory(trained):
     argv = [
         sys.executable,
         str(ROOT / "scripts" / "serve_load.py"),
