@@ -81,6 +81,7 @@ FAULTS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not GLIBC, reason="glibc only")
 def test_freed_blocks_are_reused_while_kept_and_given_back_when_released() -> None:
     done = subprocess.run(

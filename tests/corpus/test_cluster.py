@@ -132,6 +132,7 @@ def _kill_blocked_worker(flag: Path, shards: Path, done: int) -> threading.Threa
     return thread
 
 
+@pytest.mark.slow  # on the cluster (started once, the first time)
 def test_a_cluster_run_gives_the_local_dataset(corpus, model, local, scheduler, tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["preprocess", str(corpus), "--output", str(out), "--spacy-model", model[0]]
@@ -157,6 +158,7 @@ def test_a_cluster_run_gives_the_local_dataset(corpus, model, local, scheduler, 
     assert preprocess([str(corpus)], out, options, progress=False).status == "up_to_date"
 
 
+@pytest.mark.slow  # on the cluster (started once, the first time)
 def test_a_worker_killed_mid_shard_is_replaced_and_the_dataset_is_the_same(
     corpus, model, local, scheduler, tmp_path
 ):
@@ -173,6 +175,7 @@ def test_a_worker_killed_mid_shard_is_replaced_and_the_dataset_is_the_same(
     _same_as_local(out, result.manifest, local)
 
 
+@pytest.mark.slow  # on the cluster (started once, the first time)
 def test_a_lost_shard_stops_the_run_and_a_rerun_reuses_every_finished_shard(
     corpus, model, local, scheduler, cluster, tmp_path
 ):
@@ -200,6 +203,7 @@ def test_a_lost_shard_stops_the_run_and_a_rerun_reuses_every_finished_shard(
     _same_as_local(out, result.manifest, local)
 
 
+@pytest.mark.slow  # on the cluster (started once, the first time)
 def test_a_worker_whose_pipeline_differs_from_the_drivers_refuses(model, scheduler):
     from attentive_reader.corpus.cluster import ClusterPool
 

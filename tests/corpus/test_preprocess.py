@@ -173,6 +173,7 @@ def test_deterministic_and_independent_of_processes(corpus, model, tmp_path):
         assert other.manifest["run_key"] == one.manifest["run_key"]
 
 
+@pytest.mark.slow
 def test_parts_merge_into_the_single_run(corpus, model, tmp_path):
     single = preprocess(
         [str(corpus)], tmp_path / "single", preprocess_options(model), progress=False
@@ -297,6 +298,7 @@ def test_resume_after_ctrl_c_and_kill_gives_the_uninterrupted_output(corpus, tmp
     assert again.status == "up_to_date"
 
 
+@pytest.mark.slow
 def test_output_directory_rules(corpus, model, tmp_path):
     foreign = tmp_path / "foreign"
     foreign.mkdir()
@@ -450,6 +452,7 @@ def _gone(pid: int) -> bool:
     return state in ("Z", "X")  # exited (a zombie waits for init to reap it)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
 def test_workers_stop_when_the_driver_is_killed(model, tmp_path):
     pids = tmp_path / "pids.json"

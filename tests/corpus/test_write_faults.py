@@ -68,6 +68,7 @@ def test_a_run_arriving_while_another_holds_the_output_is_refused(
     assert not out.exists()  # touched nothing
 
 
+@pytest.mark.slow
 def test_a_run_arriving_during_this_run_is_refused_and_this_one_finishes(
     corpus, model, tmp_path, reference, monkeypatch
 ):
