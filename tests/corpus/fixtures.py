@@ -143,3 +143,17 @@ def cloze_example(
 def numbered_example(i: int, context: str, query: str, answer: str) -> ClozeExample:
     """``cloze_example`` number ``i`` (id ``ex{i}``, story ``s{i}``) with no entity names."""
     return cloze_example(f"ex{i}", f"s{i}", context, query, answer, entities={})
+
+
+def write_dataset(directory: Path, splits: dict[str, Sequence[ClozeExample]]) -> str:
+    """Save ``splits`` (split name -> examples) as a processed dataset in ``directory``."""
+    import datasets
+
+    from attentive_reader.corpus.records import CLOZE_FEATURES
+
+    data = {
+        name: datasets.Dataset.from_list([ex.to_row() for ex in rows], features=CLOZE_FEATURES)
+        for name, rows in splits.items()
+    }
+    datasets.DatasetDict(data).save_to_disk(str(directory))
+    return str(directory)

@@ -1,13 +1,11 @@
-import datasets
 import numpy as np
 import pytest
 import torch
 
-from attentive_reader.corpus.records import CLOZE_FEATURES
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.errors import UserError
-from tests.corpus.fixtures import numbered_example
+from tests.corpus.fixtures import numbered_example, write_dataset
 
 TRAIN = [
     numbered_example(
@@ -27,18 +25,9 @@ VALIDATION = [
 TEST = [numbered_example(4, "@entity2 hired @entity0 .", "@entity2 hired @placeholder", "@entity0")]
 
 
-def write(directory, splits):
-    data = {
-        name: datasets.Dataset.from_list([ex.to_row() for ex in rows], features=CLOZE_FEATURES)
-        for name, rows in splits.items()
-    }
-    datasets.DatasetDict(data).save_to_disk(str(directory))
-    return str(directory)
-
-
 @pytest.fixture
 def path(tmp_path):
-    return write(tmp_path / "ds", {"train": TRAIN, "validation": VALIDATION, "test": TEST})
+    return write_dataset(tmp_path / "ds", {"train": TRAIN, "validation": VALIDATION, "test": TEST})
 
 
 def test_vocabulary_comes_from_the_train_split(path):
@@ -166,7 +155,7 @@ def test_from_checkpoint_reuses_vocabulary_and_arguments(path, tmp_path):
         "ClozeDataModule": dm.state_dict(),
     }
     torch.save(checkpoint, tmp_path / "run.ckpt")
-    other = write(tmp_path / "other", {"train": TEST, "validation": TEST, "test": TEST})
+    other = write_dataset(tmp_path / "other", {"train": TEST, "validation": TEST, "test": TEST})
     loaded = ClozeDataModule.from_checkpoint(tmp_path / "run.ckpt", path=other)
     assert loaded.vocab == dm.vocab and loaded.batch_size == 2
     assert str(loaded.path) == other
