@@ -8,6 +8,9 @@ pipeline (no model download) and a context cap, then trained for a few steps wit
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,3 +101,17 @@ def fit_tiny_reader(data: Path, runs: Path, config: str = "attentive_reader") ->
     assert cli(fit) == 0
     (ckpt,) = runs.glob("**/last.ckpt")
     return ckpt
+
+
+def run_script(trained: TrainedReader, script: str, *options: str, timeout: float = 600):
+    """Run ``scripts/<script>`` on the tiny reader (its stories, checkpoint and entity ruler)
+    with ``options``, the repository on ``PYTHONPATH``; the ``CompletedProcess`` (text)."""
+    argv = [
+        sys.executable,
+        str(ROOT / "scripts" / script),
+        "--stories",
+        str(trained.corpus / "stories"),
+    ]
+    argv += ["--ckpt", str(trained.ckpt), "--spacy-model", str(trained.ruler), *options]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
