@@ -168,6 +168,7 @@ def test_two_processes_starting_together_build_once(path, tmp_path):
     assert dm.dataset("train").examples[2].id == "ex2"
 
 
+@pytest.mark.slow
 def test_worker_processes_encode_the_same_ids(path, tmp_path, monkeypatch):
     one = ClozeDataModule(path, num_entities=8, cache_dir=str(tmp_path / "one"))
     monkeypatch.setattr(encoded, "_BLOCK_ROWS", 2)  # 5 rows: three ranges of rows
