@@ -5,9 +5,7 @@ from pathlib import Path
 
 import pytest
 
-# The answering tests' fixtures (tests/test_api*.py, tests/serve/): the session's tiny trained
-# reader (``trained``) and ``attentive_reader.Reader`` loaded from it (``reader``).
-from tests.trained_reader import reader, trained  # noqa: F401
+from tests.trained_reader import TrainedReader, train_tiny_reader
 
 # The tests train tiny models: one torch thread is fastest for them, and on a machine whose
 # cores are busy more threads make every small parallel section wait for a descheduled
@@ -24,6 +22,21 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not present")
     return SHARED_DATA
+
+
+# The answering tests' set-up (tests/test_api*.py, tests/serve/, ...).
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory) -> TrainedReader:
+    """The tiny trained reader and its corpus, trained once per test session."""
+    return train_tiny_reader(tmp_path_factory.mktemp("answer"))
+
+
+@pytest.fixture(scope="module")
+def reader(trained: TrainedReader):
+    """``attentive_reader.Reader`` loaded from the tiny reader's checkpoint (once a module)."""
+    from attentive_reader import Reader
+
+    return Reader.load(trained.ckpt)
 
 
 # A child process that holds an output's lock until it is killed (a run in progress).

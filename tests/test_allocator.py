@@ -15,6 +15,7 @@ from torch import nn
 
 from attentive_reader import allocator
 from attentive_reader.errors import UserError
+from tests.trainers import quiet_trainer
 
 GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 
@@ -80,6 +81,7 @@ FAULTS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not GLIBC, reason="glibc only")
 def test_freed_blocks_are_reused_while_kept_and_given_back_when_released() -> None:
     done = subprocess.run(
@@ -117,13 +119,8 @@ class _Tiny(pl.LightningModule):
 
 
 def _trainer(callback: allocator.KeepFreedMemory) -> pl.Trainer:
-    return pl.Trainer(
+    return quiet_trainer(
         max_epochs=1,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         callbacks=[callback],
     )
 

@@ -2,40 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-from tests.trained_reader import ROOT, shared_tiny_reader
+from tests.trained_reader import run_script
 
 pytestmark = pytest.mark.slow
 
 
-def test_answer_speed_prints_latency_and_throughput(tmp_path_factory):
-    trained = shared_tiny_reader(tmp_path_factory)
-    argv = [
-        sys.executable,
-        str(ROOT / "scripts" / "answer_speed.py"),
-        "--stories",
-        str(trained.corpus / "stories"),
-        "--ckpt",
-        str(trained.ckpt),
-        "--spacy-model",
-        str(trained.ruler),
-        "--tokens",
-        "40",
-        "--articles",
-        "2",
-        "--repeats",
-        "2",
-        "--batch",
-        "4",
-    ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env).stdout
+def test_answer_speed_prints_latency_and_throughput(trained):
+    options = ["--tokens", "40", "--articles", "2", "--repeats", "2", "--batch", "4"]
+    run = run_script(trained, "answer_speed.py", *options)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = run.stdout
     assert re.search(r"^CPU: .+ \(torch threads: 1\)$", out, re.MULTILINE)
     assert re.search(
         r"^one question, 40-token article, after loading \(2 articles x 2\): median [\d.]+ s "

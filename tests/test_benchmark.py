@@ -62,6 +62,7 @@ def test_quick_benchmark_prints_its_tables_and_writes_json(tmp_path: Path) -> No
         assert 0 < row["answer_seconds"] < row["step_seconds"]
 
 
+@pytest.mark.slow
 def test_cuda_without_a_gpu_is_a_clear_error() -> None:
     import torch
 

@@ -37,6 +37,7 @@ def site(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_site_builds_strictly(site: Path) -> None:
     assert (site / "index.html").is_file()
     # the API reference was generated from docstrings, not left empty

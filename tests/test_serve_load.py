@@ -2,44 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-from tests.trained_reader import ROOT, shared_tiny_reader
+from tests.trained_reader import run_script
 
 pytestmark = pytest.mark.slow
 
 
-def test_serve_load_prints_rates_latencies_statuses_and_memory(tmp_path_factory):
-    trained = shared_tiny_reader(tmp_path_factory)
-    argv = [
-        sys.executable,
-        str(ROOT / "scripts" / "serve_load.py"),
-        "--stories",
-        str(trained.corpus / "stories"),
-        "--ckpt",
-        str(trained.ckpt),
-        "--spacy-model",
-        str(trained.ruler),
-        "--tokens",
-        "40",
-        "--clients",
-        "3",
-        "--requests",
-        "9",
-        "--single",
-        "2",
-        "--pool",
-        "thread",
-        "--queue",
-        "8",
-    ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    run = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+def test_serve_load_prints_rates_latencies_statuses_and_memory(trained):
+    options = ["--tokens", "40", "--clients", "3", "--requests", "9", "--single", "2"]
+    run = run_script(trained, "serve_load.py", *options, "--pool", "thread", "--queue", "8")
     assert run.returncode == 0, run.stderr[-2000:]
     out = run.stdout
     assert re.search(r"^server: --pool thread --workers 1 --queue 8 --timeout 30; ", out, re.M)

@@ -12,6 +12,7 @@ from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.corpus.synthetic.toy import RELATIONS, toy_example, write_toy_dataset
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.models import AttentiveReader, ImpatientReader, UniformReader
+from tests.trainers import quiet_trainer
 
 
 def _sentences(example: ClozeExample) -> list[tuple[str, str, str]]:
@@ -75,13 +76,8 @@ def test_attention_readers_solve_the_toy_task_and_the_uniform_reader_does_not(tm
         pl.seed_everything(seed, verbose=False)
         data = ClozeDataModule(str(path), batch_size=32, seed=seed)
         reader = build(vocab_size=data.vocab_size, num_entities=data.num_entities, **SIZES)
-        trainer = pl.Trainer(
+        trainer = quiet_trainer(
             max_epochs=EPOCHS,
-            accelerator="cpu",
-            logger=False,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
             use_distributed_sampler=False,
             limit_val_batches=0,
             num_sanity_val_steps=0,
@@ -116,13 +112,8 @@ def test_a_small_reader_learns_a_permuted_task_with_100_entity_ids(tmp_path, see
         answer_layer="pointer",
         lr=5e-3,
     )
-    trainer = pl.Trainer(
+    trainer = quiet_trainer(
         max_epochs=3,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         use_distributed_sampler=False,
         limit_val_batches=0,
         num_sanity_val_steps=0,

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import pytorch_lightning as pl
 import torch
 import yaml
 
@@ -20,6 +19,7 @@ from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.models import AttentiveReader
 from attentive_reader.models.loading import load_reader
+from tests.trainers import quiet_trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted(ROOT.glob("configs/**/*.yaml"))
@@ -216,13 +216,10 @@ def test_bf16_mixed_precision_runs_on_cpu(toy, run_dir):
     )
     dtypes = []
     reader.answer.register_forward_hook(lambda module, inputs, out: dtypes.append(out.dtype))
-    trainer = pl.Trainer(
-        accelerator="cpu",
+    trainer = quiet_trainer(
         precision="bf16-mixed",
         fast_dev_run=True,
         use_distributed_sampler=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
     )
     trainer.fit(reader, data)
     assert dtypes and set(dtypes) == {torch.bfloat16}

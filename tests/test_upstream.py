@@ -13,6 +13,7 @@ from attentive_reader.upstream import (
     on_subcommand_parser,
     uses_distributed_sampler,
 )
+from tests.trainers import quiet_trainer
 
 
 def test_dataset_fingerprint_follows_the_content():
@@ -27,14 +28,8 @@ def test_dataset_fingerprint_follows_the_content():
 
 @pytest.mark.parametrize("flag", [True, False])
 def test_uses_distributed_sampler_reads_the_trainer_flag(flag):
-    trainer = pl.Trainer(
-        accelerator="cpu",
-        devices=1,
+    trainer = quiet_trainer(
         use_distributed_sampler=flag,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
     )
     assert uses_distributed_sampler(trainer) is flag
     assert uses_distributed_sampler(object()) is False  # no connector: no sampler swapped

@@ -1,4 +1,5 @@
-"""A tiny trained reader for the answering tests (``tests/test_api*.py``, ``tests/serve``).
+"""A tiny trained reader for the answering tests (``tests/test_api*.py``, ``tests/serve``);
+``tests/conftest.py`` trains it once per session (the ``trained`` fixture).
 
 The synthetic corpus (``attentive-reader synth``), preprocessed with its entity-ruler
 pipeline (no model download) and a context cap, then trained for a few steps with
@@ -7,10 +8,11 @@ pipeline (no model download) and a context cap, then trained for a few steps wit
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTEXT_CAP = 300
@@ -36,16 +38,6 @@ class TrainedReader:
 
     def story_file(self, story_id: str) -> Path:
         return self.corpus / "stories" / f"{story_id}.story"
-
-
-_TRAINED: dict[str, TrainedReader] = {}
-
-
-def shared_tiny_reader(tmp_path_factory) -> TrainedReader:
-    """``train_tiny_reader`` once per test session (the API, CLI and page tests share it)."""
-    if "reader" not in _TRAINED:
-        _TRAINED["reader"] = train_tiny_reader(tmp_path_factory.mktemp("answer"))
-    return _TRAINED["reader"]
 
 
 def train_tiny_reader(
@@ -111,16 +103,15 @@ def fit_tiny_reader(data: Path, runs: Path, config: str = "attentive_reader") ->
     return ckpt
 
 
-# The fixtures of the answering tests (tests/test_api*.py, tests/serve/): import them by name.
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> TrainedReader:
-    """The session's tiny trained reader and its corpus."""
-    return shared_tiny_reader(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def reader(trained: TrainedReader):
-    """``attentive_reader.Reader`` loaded from the tiny reader's checkpoint."""
-    from attentive_reader import Reader
-
-    return Reader.load(trained.ckpt)
+def run_script(trained: TrainedReader, script: str, *options: str, timeout: float = 600):
+    """Run ``scripts/<script>`` on the tiny reader (its stories, checkpoint and entity ruler)
+    with ``options``, the repository on ``PYTHONPATH``; the ``CompletedProcess`` (text)."""
+    argv = [
+        sys.executable,
+        str(ROOT / "scripts" / script),
+        "--stories",
+        str(trained.corpus / "stories"),
+    ]
+    argv += ["--ckpt", str(trained.ckpt), "--spacy-model", str(trained.ruler), *options]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attentive_reader.corpus.records import ClozeExample
+from tests.corpus.pipelines import ORGS, PEOPLE, PLACES
 
 
 def story_text(paragraphs: Sequence[str], highlights: Sequence[str]) -> str:
@@ -38,6 +39,26 @@ def write_bytes(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return path
+
+
+def write_corpus(folder: Path, count: int = 30) -> Path:
+    """``count`` tiny stories with 2-3 entities each (the names of ``pipelines.PEOPLE`` etc.),
+    then a few bad ones: no entities, empty, no highlight, over a cap of 200 tokens."""
+    for i in range(count):
+        a, b = PEOPLE[i % 5], PEOPLE[(i + 2) % 5]
+        place, org = PLACES[i % 4], ORGS[i % 2]
+        article = [
+            f"{a} met {b} in {place} on day {i}.",
+            f"Later {a} joined {org}, and {b} stayed in {place}.",
+        ]
+        highlights = [f"{a} meets {b} in {place}", f"{org} hires {a.split()[1]} today"]
+        write_story(folder, f"story{i:03d}", article, highlights)
+    write_story(folder, "zz_no_entities", ["Nothing happened here at all."], ["Nothing at all"])
+    write_bytes(folder / "zz_empty.story", b"")
+    write_bytes(folder / "zz_no_highlight.story", b"Alice Smith went to Paris.\n")
+    long_article = " ".join(["Alice Smith walked on."] * 60)  # 240 tokens, over the cap of 200
+    write_story(folder, "zz_too_long", [long_article], ["Alice Smith walked"])
+    return folder
 
 
 def write_tgz(path: Path, members: dict[str, bytes]) -> Path:
@@ -117,3 +138,22 @@ def cloze_example(
         else {"@entity0": "Ada Lovelace", "@entity1": "Babbage", "@entity2": "London"},
         url=url,
     )
+
+
+def numbered_example(i: int, context: str, query: str, answer: str) -> ClozeExample:
+    """``cloze_example`` number ``i`` (id ``ex{i}``, story ``s{i}``) with no entity names."""
+    return cloze_example(f"ex{i}", f"s{i}", context, query, answer, entities={})
+
+
+def write_dataset(directory: Path, splits: dict[str, Sequence[ClozeExample]]) -> str:
+    """Save ``splits`` (split name -> examples) as a processed dataset in ``directory``."""
+    import datasets
+
+    from attentive_reader.corpus.records import CLOZE_FEATURES
+
+    data = {
+        name: datasets.Dataset.from_list([ex.to_row() for ex in rows], features=CLOZE_FEATURES)
+        for name, rows in splits.items()
+    }
+    datasets.DatasetDict(data).save_to_disk(str(directory))
+    return str(directory)

@@ -6,21 +6,13 @@ import dataclasses
 import importlib.util
 
 import pytest
-import spacy
 from spacy.language import Language
 
 from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
 from attentive_reader.corpus.pipeline import load_pipeline
 from attentive_reader.corpus.records import ClozeExample, Skip, Story, safe_id
 from attentive_reader.markers import PLACEHOLDER, is_entity_marker
-
-
-def ruler(*patterns: tuple[str, str]) -> Language:
-    nlp = spacy.blank("en")
-    nlp.add_pipe("entity_ruler").add_patterns(
-        [{"label": label, "pattern": pattern} for label, pattern in patterns]
-    )
-    return nlp
+from tests.corpus.pipelines import ruler
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
 from attentive_reader.corpus.records import SPLITS
 from attentive_reader.errors import UserError
 from tests.corpus import cluster_components  # noqa: F401  (registers test_block_once here)
-from tests.corpus.test_preprocess import _patterns, _write_corpus
+from tests.corpus.pipelines import corpus_patterns, preprocess_options
 
 WORKER_MODULES = ["attentive_reader.corpus.cluster", "tests.corpus.cluster_components"]
 SHARDS = 9  # 34 records in shards of 4
@@ -77,7 +77,7 @@ def model(tmp_path_factory) -> tuple[str, Path]:
     folder = tmp_path_factory.mktemp("pipeline")
     flag = folder / "blocked.pid"
     nlp = spacy.blank("en")
-    nlp.add_pipe("entity_ruler", name="ner").add_patterns(_patterns())
+    nlp.add_pipe("entity_ruler", name="ner").add_patterns(corpus_patterns())
     nlp.add_pipe("test_block_once", config={"flag": str(flag), "word": "on day 13."})
     nlp.to_disk(folder / "ruler")
     flag.write_text("none\n")
@@ -85,20 +85,10 @@ def model(tmp_path_factory) -> tuple[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    return _write_corpus(tmp_path_factory.mktemp("corpus") / "stories")
-
-
-def _options(model: str, **overrides) -> PreprocessOptions:
-    values = {"spacy_model": model, "max_context_tokens": 200, "shard_size": 4}
-    return PreprocessOptions(**{**values, **overrides})
-
-
-@pytest.fixture(scope="module")
 def local(corpus, model, tmp_path_factory) -> dict:
     """The manifest of the local run in one process; its folder is ``manifest["_out"]``."""
     out = tmp_path_factory.mktemp("local") / "out"
-    result = preprocess([str(corpus)], out, _options(model[0]), progress=False)
+    result = preprocess([str(corpus)], out, preprocess_options(model[0]), progress=False)
     return {**result.manifest, "_out": out}
 
 
@@ -142,6 +132,7 @@ def _kill_blocked_worker(flag: Path, shards: Path, done: int) -> threading.Threa
     return thread
 
 
+@pytest.mark.slow  # on the cluster (started once, the first time)
 def test_a_cluster_run_gives_the_local_dataset(corpus, model, local, scheduler, tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["preprocess", str(corpus), "--output", str(out), "--spacy-model", model[0]]
@@ -163,10 +154,11 @@ def test_a_cluster_run_gives_the_local_dataset(corpus, model, local, scheduler, 
     # A scheduler file names the cluster too; the finished output is left as it is.
     scheduler_file = tmp_path / "scheduler.json"
     scheduler_file.write_text(json.dumps({"address": scheduler, "type": "Scheduler"}))
-    options = _options(model[0], engine="dask", scheduler=str(scheduler_file))
+    options = preprocess_options(model[0], engine="dask", scheduler=str(scheduler_file))
     assert preprocess([str(corpus)], out, options, progress=False).status == "up_to_date"
 
 
+@pytest.mark.slow  # on the cluster (started once, the first time)
 def test_a_worker_killed_mid_shard_is_replaced_and_the_dataset_is_the_same(
     corpus, model, local, scheduler, tmp_path
 ):
@@ -174,7 +166,7 @@ def test_a_worker_killed_mid_shard_is_replaced_and_the_dataset_is_the_same(
     flag.unlink(missing_ok=True)  # the first worker to meet story 13 waits there
     out = tmp_path / "out"
     killer = _kill_blocked_worker(flag, out / "shards", SHARDS - 1)
-    options = _options(path, engine="dask", scheduler=scheduler)
+    options = preprocess_options(path, engine="dask", scheduler=scheduler)
     result = preprocess([str(corpus)], out, options, progress=False)
     killer.join(timeout=1)
     assert not killer.is_alive()
@@ -183,13 +175,14 @@ def test_a_worker_killed_mid_shard_is_replaced_and_the_dataset_is_the_same(
     _same_as_local(out, result.manifest, local)
 
 
+@pytest.mark.slow  # on the cluster (started once, the first time)
 def test_a_lost_shard_stops_the_run_and_a_rerun_reuses_every_finished_shard(
     corpus, model, local, scheduler, cluster, tmp_path
 ):
     path, flag = model
     flag.unlink(missing_ok=True)
     out = tmp_path / "out"
-    options = _options(path, engine="dask", scheduler=scheduler)
+    options = preprocess_options(path, engine="dask", scheduler=scheduler)
     allowed = cluster.scheduler.allowed_failures
     cluster.scheduler.allowed_failures = 0  # the first worker lost with a shard ends the run
     try:
@@ -210,6 +203,7 @@ def test_a_lost_shard_stops_the_run_and_a_rerun_reuses_every_finished_shard(
     _same_as_local(out, result.manifest, local)
 
 
+@pytest.mark.slow  # on the cluster (started once, the first time)
 def test_a_worker_whose_pipeline_differs_from_the_drivers_refuses(model, scheduler):
     from attentive_reader.corpus.cluster import ClusterPool
 
@@ -233,7 +227,9 @@ def test_an_unreachable_scheduler_is_one_line(corpus, model, tmp_path, monkeypat
     from attentive_reader.corpus import cluster
 
     monkeypatch.setattr(cluster, "CONNECT_SECONDS", 1)
-    options = _options(model[0], engine="dask", scheduler="tcp://127.0.0.1:9")  # discard port
+    options = preprocess_options(
+        model[0], engine="dask", scheduler="tcp://127.0.0.1:9"
+    )  # discard port
     with pytest.raises(UserError, match="cannot reach the Dask scheduler tcp://127.0.0.1:9"):
         preprocess([str(corpus)], tmp_path / "out", options, progress=False)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

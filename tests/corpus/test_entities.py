@@ -13,7 +13,6 @@ import pytest
 import spacy
 from spacy.language import Language
 
-from attentive_reader.corpus import entities as ent
 from attentive_reader.corpus import pipeline
 from attentive_reader.corpus.entities import (
     Alias,
@@ -25,23 +24,7 @@ from attentive_reader.corpus.entities import (
 from attentive_reader.corpus.grouping import group_mentions
 from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info, resolve_model
 from attentive_reader.errors import UserError
-
-LABELS = ent.DEFAULT_LABELS
-
-
-def ruler(*patterns: tuple[str, str | list[dict]]) -> Language:
-    """A blank English pipeline whose entity_ruler tags the given (label, pattern) pairs."""
-    nlp = spacy.blank("en")
-    nlp.add_pipe("entity_ruler").add_patterns(
-        [{"label": label, "pattern": pattern} for label, pattern in patterns]
-    )
-    return nlp
-
-
-def groups(nlp: Language, text: str) -> list[list[str]]:
-    """The entities of ``text`` as lists of their mention texts, in entity order."""
-    return [[m.text for m in e.mentions] for e in group_mentions(find_mentions(nlp(text), LABELS))]
-
+from tests.corpus.pipelines import LABELS, groups, ruler
 
 # --- model resolution and loading ---------------------------------------------------------
 

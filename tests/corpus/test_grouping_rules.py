@@ -6,12 +6,12 @@ does (``split_glued_parentheses``).
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import spacy
-from spacy.language import Language
 from spacy.tokens import Doc, Span
 
-from attentive_reader.corpus import entities as ent
 from attentive_reader.corpus.cloze import make_examples
 from attentive_reader.corpus.entities import find_mentions
 from attentive_reader.corpus.grouping import (
@@ -32,27 +32,11 @@ from attentive_reader.eval.anonymization import (
     interval,
     related_kind,
 )
+from tests.corpus import pipelines
+from tests.corpus.pipelines import LABELS, groups, labelled_groups
 
-LABELS = ent.DEFAULT_LABELS
-
-
-def ruler(*patterns: tuple[str, str | list[dict]]) -> Language:
-    nlp = split_glued_parentheses(spacy.blank("en"))
-    nlp.add_pipe("entity_ruler").add_patterns(
-        [{"label": label, "pattern": pattern} for label, pattern in patterns]
-    )
-    return nlp
-
-
-def groups(nlp: Language, text: str) -> list[list[str]]:
-    return [[m.text for m in e.mentions] for e in group_mentions(find_mentions(nlp(text), LABELS))]
-
-
-def labelled_groups(text: str, spans: list[tuple[int, int, str]]) -> list[list[str]]:
-    """Groups of a whitespace-tokenized text whose entities are given as token spans."""
-    doc = Doc(spacy.blank("en").vocab, words=text.split())
-    doc.ents = [Span(doc, start, end, label=label) for start, end, label in spans]
-    return [[m.text for m in e.mentions] for e in group_mentions(find_mentions(doc, LABELS))]
+# Tokenized as ``load_pipeline`` does (``split_glued_parentheses``).
+ruler = partial(pipelines.ruler, split_glued=True)
 
 
 # --- name tables ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from attentive_reader.corpus.cloze import make_examples
 from attentive_reader.corpus.entities import find_mentions
 from attentive_reader.corpus.names import canonical_form, is_place
 from attentive_reader.corpus.records import Story
-from tests.corpus.test_grouping_rules import LABELS, labelled_groups
+from tests.corpus.pipelines import LABELS, labelled_groups
 
 
 def at(text: str, *entities: tuple[str, str]) -> list[tuple[int, int, str]]:

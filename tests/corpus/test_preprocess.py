@@ -18,90 +18,26 @@ from pathlib import Path
 
 import datasets
 import pytest
-import spacy
-from spacy.language import Language
 
 from attentive_reader.cli import main as cli_main
 from attentive_reader.corpus.manifest import MANIFEST_FORMAT, ShardCounts, read_manifest, statistics
-from attentive_reader.corpus.preprocess import PreprocessOptions, merge, preprocess
+from attentive_reader.corpus.preprocess import merge, preprocess
 from attentive_reader.corpus.questions import export_questions
 from attentive_reader.corpus.records import CLOZE_FEATURES, SPLITS, ClozeExample
 from attentive_reader.errors import UserError
-from tests.corpus.fixtures import write_bytes, write_story
-
-PEOPLE = ["Alice Smith", "Bob Jones", "Carol White", "Dan Brown", "Eve Black"]
-PLACES = ["Paris", "Berlin", "Madrid", "Rome"]
-ORGS = ["Acme Corp", "Globex"]
-
-
-def _patterns() -> list[dict]:
-    patterns = [{"label": "PERSON", "pattern": name} for name in PEOPLE]
-    patterns += [{"label": "GPE", "pattern": name} for name in PLACES]
-    patterns += [{"label": "ORG", "pattern": name} for name in ORGS]
-    return patterns
-
-
-@Language.component("test_slow_down")
-def _slow_down(doc):  # lets the resume test kill a run in the middle
-    # ~0.45 s a shard: a test process descheduled for a while on a loaded machine still
-    # sends its signal long before the last of the 12 shards is done.
-    time.sleep(0.15)
-    return doc
-
-
-def _save_pipeline(path: Path, *, slow: bool = False) -> str:
-    nlp = spacy.blank("en")
-    ruler = nlp.add_pipe("entity_ruler", name="ner")
-    ruler.add_patterns(_patterns())
-    if slow:
-        nlp.add_pipe("test_slow_down")
-    nlp.to_disk(path)
-    return str(path)
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    return _save_pipeline(tmp_path_factory.mktemp("pipeline") / "ruler")
-
-
-def _write_corpus(folder: Path, count: int = 30) -> Path:
-    """``count`` tiny stories with 2-3 entities each, then a few bad ones."""
-    for i in range(count):
-        a, b = PEOPLE[i % 5], PEOPLE[(i + 2) % 5]
-        place, org = PLACES[i % 4], ORGS[i % 2]
-        article = [
-            f"{a} met {b} in {place} on day {i}.",
-            f"Later {a} joined {org}, and {b} stayed in {place}.",
-        ]
-        highlights = [f"{a} meets {b} in {place}", f"{org} hires {a.split()[1]} today"]
-        write_story(folder, f"story{i:03d}", article, highlights)
-    write_story(folder, "zz_no_entities", ["Nothing happened here at all."], ["Nothing at all"])
-    write_bytes(folder / "zz_empty.story", b"")
-    write_bytes(folder / "zz_no_highlight.story", b"Alice Smith went to Paris.\n")
-    long_article = " ".join(["Alice Smith walked on."] * 60)  # 240 tokens, over the cap of 200
-    write_story(folder, "zz_too_long", [long_article], ["Alice Smith walked"])
-    return folder
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    return _write_corpus(tmp_path_factory.mktemp("corpus") / "stories")
-
-
-def _options(model: str, **overrides) -> PreprocessOptions:
-    values = {"spacy_model": model, "max_context_tokens": 200, "shard_size": 4}
-    values.update(overrides)
-    return PreprocessOptions(**values)
-
-
-def _rows(directory: Path) -> dict[str, list[dict]]:
-    loaded = datasets.load_from_disk(str(directory))
-    return {split: loaded[split].to_list() for split in SPLITS}
+from tests.corpus.pipelines import (
+    ORGS,
+    PEOPLE,
+    PLACES,
+    dataset_rows,
+    preprocess_options,
+    save_pipeline,
+)
 
 
 def test_output_manifest_and_accounting(corpus, model, tmp_path):
     out = tmp_path / "out"
-    result = preprocess([str(corpus)], out, _options(model), progress=False)
+    result = preprocess([str(corpus)], out, preprocess_options(model), progress=False)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest == result.manifest and manifest["complete"] is True
 
@@ -223,25 +159,33 @@ def test_shard_counts_of_an_older_version_are_processed_again(tmp_path):
 
 
 def test_deterministic_and_independent_of_processes(corpus, model, tmp_path):
-    one = preprocess([str(corpus)], tmp_path / "a", _options(model), progress=False)
-    again = preprocess([str(corpus)], tmp_path / "b", _options(model), progress=False)
-    two = preprocess([str(corpus)], tmp_path / "c", _options(model, num_proc=2), progress=False)
-    reference = _rows(tmp_path / "a")
-    assert _rows(tmp_path / "b") == reference
-    assert _rows(tmp_path / "c") == reference
+    one = preprocess([str(corpus)], tmp_path / "a", preprocess_options(model), progress=False)
+    again = preprocess([str(corpus)], tmp_path / "b", preprocess_options(model), progress=False)
+    two = preprocess(
+        [str(corpus)], tmp_path / "c", preprocess_options(model, num_proc=2), progress=False
+    )
+    reference = dataset_rows(tmp_path / "a")
+    assert dataset_rows(tmp_path / "b") == reference
+    assert dataset_rows(tmp_path / "c") == reference
     for other in (again, two):
         assert other.manifest["counts"] == one.manifest["counts"]
         assert other.manifest["statistics"] == one.manifest["statistics"]
         assert other.manifest["run_key"] == one.manifest["run_key"]
 
 
+@pytest.mark.slow
 def test_parts_merge_into_the_single_run(corpus, model, tmp_path):
-    single = preprocess([str(corpus)], tmp_path / "single", _options(model), progress=False)
+    single = preprocess(
+        [str(corpus)], tmp_path / "single", preprocess_options(model), progress=False
+    )
     parts = []
     for index in range(3):
         part = tmp_path / f"part{index}"
         result = preprocess(
-            [str(corpus)], part, _options(model, num_shards=3, shard_index=index), progress=False
+            [str(corpus)],
+            part,
+            preprocess_options(model, num_shards=3, shard_index=index),
+            progress=False,
         )
         assert result.manifest["complete"] is False
         assert result.manifest["partial"]["shard_indices"] == list(range(index, 9, 3))
@@ -256,7 +200,7 @@ def test_parts_merge_into_the_single_run(corpus, model, tmp_path):
     assert (
         cli_main(["merge", *map(str, reversed(parts)), "--output", str(tmp_path / "merged")]) == 0
     )
-    assert _rows(tmp_path / "merged") == _rows(tmp_path / "single")
+    assert dataset_rows(tmp_path / "merged") == dataset_rows(tmp_path / "single")
     merged = json.loads((tmp_path / "merged" / "manifest.json").read_text())
     assert merged.pop("merged_from") == [str(p.resolve()) for p in reversed(parts)]
     assert merged == single.manifest
@@ -323,7 +267,7 @@ def _run_until(args: list[str], out: Path, shards: int, sig: int, tmp_path: Path
 
 @pytest.mark.slow
 def test_resume_after_ctrl_c_and_kill_gives_the_uninterrupted_output(corpus, tmp_path):
-    model = _save_pipeline(tmp_path / "slow", slow=True)
+    model = save_pipeline(tmp_path / "slow", slow=True)
     out = tmp_path / "out"
     args = [str(corpus), "--output", str(out), "--spacy-model", model, "--shard-size", "3"]
     args += ["--max-context-tokens", "200", "--quiet"]
@@ -340,36 +284,42 @@ def test_resume_after_ctrl_c_and_kill_gives_the_uninterrupted_output(corpus, tmp
     # A killed run never looks complete.
     assert not (out / "manifest.json").exists() and not (out / "dataset_dict.json").exists()
 
-    options = _options(model, shard_size=3)
+    options = preprocess_options(model, shard_size=3)
     with pytest.raises(UserError, match="not empty"):  # other options: not the same run
-        preprocess([str(corpus)], out, _options(model, shard_size=5), progress=False)
+        preprocess([str(corpus)], out, preprocess_options(model, shard_size=5), progress=False)
     resumed = preprocess([str(corpus)], out, options, progress=False)
     assert resumed.reused_shards == done
     assert resumed.reused_shards + resumed.processed_shards == 12
     full = preprocess([str(corpus)], tmp_path / "full", options, progress=False)
-    assert _rows(out) == _rows(tmp_path / "full")
+    assert dataset_rows(out) == dataset_rows(tmp_path / "full")
     assert resumed.manifest == full.manifest
 
     again = preprocess([str(corpus)], out, options, progress=False)
     assert again.status == "up_to_date"
 
 
+@pytest.mark.slow
 def test_output_directory_rules(corpus, model, tmp_path):
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")
     with pytest.raises(UserError, match="not empty"):
-        preprocess([str(corpus)], foreign, _options(model), progress=False)
+        preprocess([str(corpus)], foreign, preprocess_options(model), progress=False)
     with pytest.raises(UserError, match="not preprocessing output"):
-        preprocess([str(corpus)], foreign, _options(model, overwrite=True), progress=False)
+        preprocess(
+            [str(corpus)], foreign, preprocess_options(model, overwrite=True), progress=False
+        )
     assert (foreign / "notes.txt").read_text() == "mine"
 
     out = tmp_path / "out"
-    preprocess([str(corpus)], out, _options(model), progress=False)
+    preprocess([str(corpus)], out, preprocess_options(model), progress=False)
     with pytest.raises(UserError, match="--overwrite"):
-        preprocess([str(corpus)], out, _options(model, lowercase=False), progress=False)
+        preprocess([str(corpus)], out, preprocess_options(model, lowercase=False), progress=False)
     result = preprocess(
-        [str(corpus)], out, _options(model, lowercase=False, overwrite=True), progress=False
+        [str(corpus)],
+        out,
+        preprocess_options(model, lowercase=False, overwrite=True),
+        progress=False,
     )
     assert result.status == "done"
     assert datasets.load_from_disk(str(out))["train"][0]["context"][-1] == "."
@@ -377,25 +327,27 @@ def test_output_directory_rules(corpus, model, tmp_path):
 
 def test_strict_stops_at_the_first_bad_story(corpus, model, tmp_path):
     with pytest.raises(UserError, match="zz_empty.story"):
-        preprocess([str(corpus)], tmp_path / "out", _options(model, strict=True), progress=False)
+        preprocess(
+            [str(corpus)], tmp_path / "out", preprocess_options(model, strict=True), progress=False
+        )
 
 
 def test_question_files_are_read_as_examples(corpus, model, tmp_path):
-    preprocess([str(corpus)], tmp_path / "stories", _options(model), progress=False)
+    preprocess([str(corpus)], tmp_path / "stories", preprocess_options(model), progress=False)
     export_questions(tmp_path / "stories", tmp_path / "questions")
     result = preprocess(
-        [str(tmp_path / "questions")], tmp_path / "again", _options(None), progress=False
+        [str(tmp_path / "questions")], tmp_path / "again", preprocess_options(None), progress=False
     )
     assert result.manifest["spacy"] is None  # no NER for .question inputs
-    assert _rows(tmp_path / "again") == _rows(tmp_path / "stories")
+    assert dataset_rows(tmp_path / "again") == dataset_rows(tmp_path / "stories")
     stats = result.manifest["statistics"]
     original = json.loads((tmp_path / "stories" / "manifest.json").read_text())["statistics"]
     assert stats == original
     assert result.manifest["counts"]["by_kind"]["question_files"] == 150
     # Workers load no pipeline for them either (this model does not exist).
-    options = _options("no_such_spacy_model", num_proc=2)
+    options = preprocess_options("no_such_spacy_model", num_proc=2)
     preprocess([str(tmp_path / "questions")], tmp_path / "two", options, progress=False)
-    assert _rows(tmp_path / "two") == _rows(tmp_path / "stories")
+    assert dataset_rows(tmp_path / "two") == dataset_rows(tmp_path / "stories")
 
 
 def test_cli(corpus, model, tmp_path, capsys):
@@ -461,7 +413,7 @@ def test_preprocessing_never_needs_torch(corpus, model, tmp_path):
 def _shard_task(corpus: Path, tmp_path: Path, model: str):
     from attentive_reader.corpus.shards import ShardTask, input_kinds, iter_items
 
-    options = _options(model)
+    options = preprocess_options(model)
     items = tuple(iter_items([str(corpus)], input_kinds([str(corpus)]), options))[:4]
     (tmp_path / "shards").mkdir()
     return ShardTask(0, "key", items, str(tmp_path / "shards"), options.cloze_options(), 8, False)
@@ -500,6 +452,7 @@ def _gone(pid: int) -> bool:
     return state in ("Z", "X")  # exited (a zombie waits for init to reap it)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
 def test_workers_stop_when_the_driver_is_killed(model, tmp_path):
     pids = tmp_path / "pids.json"

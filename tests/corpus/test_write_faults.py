@@ -21,24 +21,14 @@ from attentive_reader.corpus.preprocess import merge, preprocess
 from attentive_reader.corpus.questions import export_questions
 from attentive_reader.faults import OutputError
 from attentive_reader.locking import OutputInUse, lock_path
-from tests.corpus.test_preprocess import _options, _rows, _save_pipeline, _write_corpus
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    return _save_pipeline(tmp_path_factory.mktemp("pipeline") / "ruler")
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    return _write_corpus(tmp_path_factory.mktemp("corpus") / "stories")
+from tests.corpus.pipelines import dataset_rows, preprocess_options
 
 
 @pytest.fixture(scope="module")
 def reference(corpus, model, tmp_path_factory) -> Path:
     """The undisturbed run (9 shards of 4 stories)."""
     out = tmp_path_factory.mktemp("reference") / "out"
-    preprocess([str(corpus)], out, _options(model), progress=False)
+    preprocess([str(corpus)], out, preprocess_options(model), progress=False)
     return out
 
 
@@ -48,7 +38,7 @@ def _cli_args(corpus: Path, out: Path, model: str) -> list[str]:
 
 def _same_as(out: Path, reference: Path) -> None:
     """The same dataset and manifest (but for ``num_proc``, which changes only the speed)."""
-    assert _rows(out) == _rows(reference)
+    assert dataset_rows(out) == dataset_rows(reference)
     manifests = [driver.read_manifest(out), driver.read_manifest(reference)]
     for manifest in manifests:
         manifest["options"].pop("num_proc")
@@ -72,12 +62,13 @@ def test_a_run_arriving_while_another_holds_the_output_is_refused(
     out = tmp_path / "out"
     first = lock_holder(out, "preprocess")
     with pytest.raises(OutputInUse, match=f"in use by process {first.pid}"):
-        preprocess([str(corpus)], out, _options(model), progress=False)
+        preprocess([str(corpus)], out, preprocess_options(model), progress=False)
     assert cli_main(_cli_args(corpus, out, model)) == 2
     assert f"in use by process {first.pid}" in _one_line(capsys.readouterr().err)
     assert not out.exists()  # touched nothing
 
 
+@pytest.mark.slow
 def test_a_run_arriving_during_this_run_is_refused_and_this_one_finishes(
     corpus, model, tmp_path, reference, monkeypatch
 ):
@@ -92,7 +83,7 @@ def test_a_run_arriving_during_this_run_is_refused_and_this_one_finishes(
         return process_shard(task, nlp, on_record)
 
     monkeypatch.setattr(driver, "process_shard", and_a_second_run)
-    preprocess([str(corpus)], out, _options(model), progress=False)
+    preprocess([str(corpus)], out, preprocess_options(model), progress=False)
     (refused,) = second
     assert refused.returncode == 2
     assert f"in use by process {os.getpid()}" in _one_line(refused.stderr)
@@ -133,7 +124,9 @@ def test_a_fault_in_a_shard_stops_in_one_line_and_the_rerun_continues(
     if num_proc == 1:  # (a worker stopped mid-shard leaves its temporary file, as after a kill)
         assert not list((out / "shards").glob(".*tmp*"))
     monkeypatch.undo()
-    resumed = preprocess([str(corpus)], out, _options(model, num_proc=num_proc), progress=False)
+    resumed = preprocess(
+        [str(corpus)], out, preprocess_options(model, num_proc=num_proc), progress=False
+    )
     if num_proc == 1:
         assert resumed.reused_shards == finished
     else:  # the other worker may still close the shard it was writing as the run stops
@@ -150,10 +143,10 @@ def test_a_full_disk_while_finishing_keeps_every_shard(
     out = tmp_path / "out"
     monkeypatch.setattr(datasets.DatasetDict, "save_to_disk", full)
     with pytest.raises(OutputError, match=r"is full: .* written, about .* needed; free space"):
-        preprocess([str(corpus)], out, _options(model), progress=False)
+        preprocess([str(corpus)], out, preprocess_options(model), progress=False)
     _looks_unfinished(out)
     monkeypatch.undo()
-    resumed = preprocess([str(corpus)], out, _options(model), progress=False)
+    resumed = preprocess([str(corpus)], out, preprocess_options(model), progress=False)
     assert (resumed.reused_shards, resumed.processed_shards) == (9, 0)
     _same_as(out, reference)
 
@@ -162,7 +155,10 @@ def test_a_full_merge_leaves_nothing_and_is_rerun(corpus, model, tmp_path, refer
     parts = [tmp_path / f"part{i}" for i in range(2)]
     for i, part in enumerate(parts):
         preprocess(
-            [str(corpus)], part, _options(model, num_shards=2, shard_index=i), progress=False
+            [str(corpus)],
+            part,
+            preprocess_options(model, num_shards=2, shard_index=i),
+            progress=False,
         )
     out = tmp_path / "merged"
     monkeypatch.setattr(
@@ -175,7 +171,7 @@ def test_a_full_merge_leaves_nothing_and_is_rerun(corpus, model, tmp_path, refer
     assert not out.exists() or not any(out.iterdir())
     monkeypatch.undo()
     merge(parts, out)
-    assert _rows(out) == _rows(reference)
+    assert dataset_rows(out) == dataset_rows(reference)
 
 
 def test_the_estimate_and_a_real_full_disk_then_a_read_only_one(

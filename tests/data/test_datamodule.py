@@ -1,55 +1,33 @@
-import datasets
 import numpy as np
 import pytest
 import torch
 
-from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.errors import UserError
-
-
-def _example(i: int, context: str, query: str, answer: str) -> ClozeExample:
-    tokens = context.split()
-    markers = tuple(dict.fromkeys(t for t in tokens if t.startswith("@entity")))
-    return ClozeExample(
-        id=f"ex{i}",
-        story_id=f"s{i}",
-        context=tuple(tokens),
-        query=tuple(query.split()),
-        answer=answer,
-        candidates=markers,
-    )
-
+from tests.corpus.fixtures import numbered_example, write_dataset
 
 TRAIN = [
-    _example(0, "@entity0 met @entity1 in paris .", "@entity0 met @placeholder", "@entity1"),
-    _example(
+    numbered_example(
+        0, "@entity0 met @entity1 in paris .", "@entity0 met @placeholder", "@entity1"
+    ),
+    numbered_example(
         1,
         "@entity0 sued @entity2 . @entity1 met @entity0",
         "@placeholder sued @entity2",
         "@entity0",
     ),
-    _example(2, "@entity1 met @entity0 .", "@placeholder met @entity0", "@entity1"),
+    numbered_example(2, "@entity1 met @entity0 .", "@placeholder met @entity0", "@entity1"),
 ]
 VALIDATION = [
-    _example(3, "@entity0 met @entity1 in rome .", "@entity0 met @placeholder", "@entity1")
+    numbered_example(3, "@entity0 met @entity1 in rome .", "@entity0 met @placeholder", "@entity1")
 ]
-TEST = [_example(4, "@entity2 hired @entity0 .", "@entity2 hired @placeholder", "@entity0")]
-
-
-def write(directory, splits):
-    data = {
-        name: datasets.Dataset.from_list([ex.to_row() for ex in rows], features=CLOZE_FEATURES)
-        for name, rows in splits.items()
-    }
-    datasets.DatasetDict(data).save_to_disk(str(directory))
-    return str(directory)
+TEST = [numbered_example(4, "@entity2 hired @entity0 .", "@entity2 hired @placeholder", "@entity0")]
 
 
 @pytest.fixture
 def path(tmp_path):
-    return write(tmp_path / "ds", {"train": TRAIN, "validation": VALIDATION, "test": TEST})
+    return write_dataset(tmp_path / "ds", {"train": TRAIN, "validation": VALIDATION, "test": TEST})
 
 
 def test_vocabulary_comes_from_the_train_split(path):
@@ -177,7 +155,7 @@ def test_from_checkpoint_reuses_vocabulary_and_arguments(path, tmp_path):
         "ClozeDataModule": dm.state_dict(),
     }
     torch.save(checkpoint, tmp_path / "run.ckpt")
-    other = write(tmp_path / "other", {"train": TEST, "validation": TEST, "test": TEST})
+    other = write_dataset(tmp_path / "other", {"train": TEST, "validation": TEST, "test": TEST})
     loaded = ClozeDataModule.from_checkpoint(tmp_path / "run.ckpt", path=other)
     assert loaded.vocab == dm.vocab and loaded.batch_size == 2
     assert str(loaded.path) == other

@@ -6,16 +6,16 @@ import pickle
 import shutil
 from pathlib import Path
 
-import datasets
 import numpy as np
 import pytest
 
-from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample
+from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.data import encoded
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.markers import entity_index
+from tests.corpus.fixtures import write_dataset
 
 
 def _example(i: int, context: str, query: str, answer: str, candidates=None) -> ClozeExample:
@@ -41,13 +41,7 @@ ROWS = [
 
 
 def write(directory: Path, train=ROWS, validation=ROWS[:2], test=ROWS[4:]) -> str:
-    splits = {"train": train, "validation": validation, "test": test}
-    data = {
-        name: datasets.Dataset.from_list([ex.to_row() for ex in rows], features=CLOZE_FEATURES)
-        for name, rows in splits.items()
-    }
-    datasets.DatasetDict(data).save_to_disk(str(directory))
-    return str(directory)
+    return write_dataset(directory, {"train": train, "validation": validation, "test": test})
 
 
 @pytest.fixture
@@ -174,6 +168,7 @@ def test_two_processes_starting_together_build_once(path, tmp_path):
     assert dm.dataset("train").examples[2].id == "ex2"
 
 
+@pytest.mark.slow
 def test_worker_processes_encode_the_same_ids(path, tmp_path, monkeypatch):
     one = ClozeDataModule(path, num_entities=8, cache_dir=str(tmp_path / "one"))
     monkeypatch.setattr(encoded, "_BLOCK_ROWS", 2)  # 5 rows: three ranges of rows

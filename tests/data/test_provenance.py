@@ -10,15 +10,15 @@ import pytest
 from attentive_reader.corpus.synthetic.examples import write_examples
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.provenance import data_provenance, generated_by
-from tests.data.test_datamodule import _example  # candidates: the markers, in order
+from tests.corpus.fixtures import numbered_example  # candidates: the markers, in order
 
 VALIDATION = [
     # @entity0 twice, @entity1 once: the baseline answers @entity0, right: credit 1.
-    _example(0, "@entity0 x @entity0 @entity1", "@placeholder x", "@entity0"),
+    numbered_example(0, "@entity0 x @entity0 @entity1", "@placeholder x", "@entity0"),
     # A tie between the two: credit 1/2.
-    _example(1, "@entity0 @entity1", "@placeholder y", "@entity1"),
+    numbered_example(1, "@entity0 @entity1", "@placeholder y", "@entity1"),
     # @entity1 is in the query; of the others @entity0 is the most frequent, and wrong: 0.
-    _example(
+    numbered_example(
         2, "@entity0 @entity0 @entity1 @entity1 @entity2", "@entity1 met @placeholder", "@entity2"
     ),
 ]

@@ -7,6 +7,8 @@ from typing import NamedTuple
 
 import pytest
 
+from tests.trainers import quiet_trainer
+
 
 class ToyRun(NamedTuple):
     """The toy dataset directory and its one-step checkpoints."""
@@ -18,7 +20,6 @@ class ToyRun(NamedTuple):
 
 
 def _fit_one_step(reader_class, datamodule, path: Path, **options) -> Path:
-    import pytorch_lightning as pl
 
     reader = reader_class(
         vocab_size=datamodule.vocab_size,
@@ -27,14 +28,9 @@ def _fit_one_step(reader_class, datamodule, path: Path, **options) -> Path:
         hidden_dim=8,
         **options,
     )
-    trainer = pl.Trainer(
+    trainer = quiet_trainer(
         max_steps=1,
         limit_val_batches=0,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         use_distributed_sampler=False,
     )
     trainer.fit(reader, datamodule)

@@ -13,6 +13,7 @@ import pytest
 from attentive_reader.cli import main as cli
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.eval.report import build_report
+from tests.trainers import quiet_trainer
 
 pytestmark = pytest.mark.slow
 
@@ -123,7 +124,6 @@ def test_heatmap_command_writes_pages(toy_run, tmp_path, capsys):
 
 
 def test_heatmap_writer_from_trainer_predict(toy_run, tmp_path):
-    import pytorch_lightning as pl
 
     from attentive_reader.data.datamodule import ClozeDataModule
     from attentive_reader.models.loading import load_reader
@@ -133,12 +133,8 @@ def test_heatmap_writer_from_trainer_predict(toy_run, tmp_path):
     reader = load_reader(attentive)
     datamodule = ClozeDataModule.from_checkpoint(str(attentive), path=str(data), batch_size=4)
     writer = HeatmapWriter(str(tmp_path / "pred"), limit=5, png=False)
-    trainer = pl.Trainer(
-        accelerator="cpu",
-        logger=False,
+    trainer = quiet_trainer(
         callbacks=[writer],
-        enable_progress_bar=False,
-        enable_model_summary=False,
     )
     trainer.predict(reader, datamodule=datamodule, return_predictions=False)
     sidecars = sorted((tmp_path / "pred").glob("toy-test-*.json"))

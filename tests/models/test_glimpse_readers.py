@@ -15,6 +15,7 @@ from attentive_reader.models import (
     TransformerGlimpseReader,
 )
 from attentive_reader.models.loading import load_reader
+from tests.trainers import quiet_trainer
 
 from .batches import ENTITY_OFFSET, random_batch
 
@@ -257,14 +258,7 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
         num_glimpses=2,
         num_filters=3,
     )
-    trainer = pl.Trainer(
-        max_steps=2,
-        limit_val_batches=0,
-        logger=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        default_root_dir=tmp_path,
-    )
+    trainer = quiet_trainer(max_steps=2, limit_val_batches=0, default_root_dir=tmp_path)
     trainer.fit(reader, data)
     checkpoint = tmp_path / "glimpse.ckpt"
     trainer.save_checkpoint(checkpoint)
@@ -315,16 +309,8 @@ def test_both_readers_learn_the_toy_task(tmp_path: Path, seed: int) -> None:
                 lr=1e-2,
                 **options,
             )
-            trainer = pl.Trainer(
-                max_epochs=8,
-                accelerator="cpu",
-                logger=False,
-                enable_checkpointing=False,
-                enable_progress_bar=False,
-                enable_model_summary=False,
-                limit_val_batches=0,
-                num_sanity_val_steps=0,
-                gradient_clip_val=10,
+            trainer = quiet_trainer(
+                max_epochs=8, limit_val_batches=0, num_sanity_val_steps=0, gradient_clip_val=10
             )
             trainer.fit(reader, data)
             accuracy[name] = trainer.test(reader, data, verbose=False)[0]["test_acc"]

@@ -17,6 +17,7 @@ from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.models import HardAttentionReader
 from attentive_reader.models.loading import load_reader
 from tests.models.batches import random_batch
+from tests.trainers import quiet_trainer
 
 VOCAB, ENTITIES = 60, 10
 SMALL = {"embedding_dim": 12, "hidden_dim": 8, "dropout": 0.0, "answer_layer": "output"}
@@ -260,12 +261,9 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
         baseline="ema",
         eval_mode="sample",
     )
-    trainer = pl.Trainer(
+    trainer = quiet_trainer(
         max_steps=3,
         limit_val_batches=0,
-        logger=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         default_root_dir=tmp_path,
     )
     trainer.fit(model, data)
@@ -346,12 +344,8 @@ def test_learns_the_toy_task_and_beats_its_untrained_selection(
         lr=3e-3,
         **options,
     )
-    trainer = pl.Trainer(
+    trainer = quiet_trainer(
         max_epochs=6,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         limit_val_batches=0,
         gradient_clip_val=10,
     )

@@ -12,6 +12,7 @@ from attentive_reader.models import (
     ImpatientReader,
     UniformReader,
 )
+from tests.trainers import quiet_trainer
 
 from .batches import make_batch, random_batch
 
@@ -156,13 +157,8 @@ def test_lightning_loop_metrics_predict_and_checkpoint(tmp_path):
     reader = AttentiveReader(
         vocab_size=VOCAB, num_entities=ENTITIES, optimizer="adam", lr=0.01, **TINY
     )
-    trainer = pl.Trainer(
+    trainer = quiet_trainer(
         max_epochs=2,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         default_root_dir=tmp_path,
     )
     loader = lambda batches: DataLoader(batches, batch_size=None)  # noqa: E731
@@ -248,12 +244,8 @@ def test_word_vectors_load_when_fit_starts(tmp_path):
         lr=1e-12,
     )
     batch = make_batch([[3, 4, 5]], [[6, 2]], [0], num_entities=2)
-    trainer = pl.Trainer(
+    trainer = quiet_trainer(
         fast_dev_run=1,
-        accelerator="cpu",
-        logger=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         default_root_dir=tmp_path,
     )
     trainer.fit(reader, datamodule=_StubDataModule(_StubVocab(tokens), batch))

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from tests.serve.live import running
-from tests.trained_reader import shared_tiny_reader
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -35,11 +34,10 @@ QUERY = "@placeholder signed a deal with Alderton Pharmaceuticals in Lisbon"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(trained):
     from attentive_reader import Reader
     from attentive_reader.serve.app import create_app
 
-    trained = shared_tiny_reader(tmp_path_factory)
     reader = Reader.load(trained.ckpt)
     with running(create_app(reader, data=trained.data)) as url:
         yield url, reader

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from attentive_reader.serve.json_api import Asked, parse_request
 from attentive_reader.serve.problems import Problem
-from tests.test_api_hostile import DOCUMENTS, FEW, QUERIES, READER_CODES
+from tests.hostile import DOCUMENTS, FEW, QUERIES, READER_CODES
 
 # caplog gathers the records of every example: none may be an error.
 FEW_LOGGED = settings(

@@ -6,8 +6,7 @@ import subprocess
 import pytest
 
 from attentive_reader.viz.files import file_stem, write_heatmaps
-
-from .test_heatmap import make_example
+from tests.viz.pages import make_example
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -8,8 +8,7 @@ import pytest
 from attentive_reader.viz.heatmap import HeatmapExample
 from attentive_reader.viz.html import render_html
 from attentive_reader.viz.png import render_png
-
-from .test_heatmap import NASTY, assert_self_contained, audit, make_example
+from tests.viz.pages import NASTY, assert_self_contained, audit, make_example
 
 N, M = 16, 5  # make_example's context and query lengths
 

@@ -11,8 +11,7 @@ from attentive_reader.api import Answer, Candidate
 from attentive_reader.viz.html import render_html
 from attentive_reader.viz.render import render
 from attentive_reader.viz.tokens import OUTLINES, TokenView, context_views, query_views, shading
-
-from .test_heatmap import audit, make_example
+from tests.viz.pages import audit, make_example
 
 # Breaks out of an attribute and out of an element; an entity that must stay text.
 HOSTILE = "\"'><img src=x onerror=alert(1)></span><script>alert(2)</script>&amp;"
