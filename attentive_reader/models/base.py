@@ -411,7 +411,14 @@ class ClozeReader(pl.LightningModule):
             sync_dist=True,
             batch_size=size,
         )
-        return loss
+        extra = self.step_extras(batch, output, stage)
+        return loss if extra is None else loss + extra
+
+    def step_extras(self, batch: ClozeBatch, output: ReaderOutput, stage: Stage) -> Tensor | None:
+        """What a reader adds to each step beyond the cross-entropy: logs of its own and, in
+        training, a loss added to it (``None``: nothing). The glimpse readers log the tokens
+        they read and add the locator's loss."""
+        return None
 
 
 def upgrade_hyper_parameters(hyper_parameters: dict[str, Any]) -> dict[str, Any]:

@@ -127,9 +127,6 @@ class _GlimpseReader(PairReader):
                 " with glimpse_readout='flatten' (it has no weights over tokens; use 'attend')",
             )
         self.readout = build_readout(readout, states, self.answer)
-        # The last forward's output, for the steps (tokens read, the locator's loss): the
-        # base class's steps call forward themselves.
-        self._last_output: ReaderOutput | None = None
 
     def survey(self, batch: ClozeBatch, y_d: Tensor, mask: Tensor) -> CoarseView | None:
         """What the locator may see of the whole document before the first glimpse: ``None``
@@ -216,27 +213,25 @@ class _GlimpseReader(PairReader):
             tokens_pooled=None if pooled is None else pooled.any(1).sum(-1),  # (b,)
             **stacked,
         )
-        output = ReaderOutput(
-            logits=logits, attention=position_weights(filters, mask), extras=extras
-        )
-        self._last_output = output
-        return output
+        return ReaderOutput(logits=logits, attention=position_weights(filters, mask), extras=extras)
 
-    def training_step(self, batch: ClozeBatch, batch_idx: int) -> Tensor:
-        loss = super().training_step(batch, batch_idx)
-        extra = self.auxiliary_loss(batch, self._last_output)
-        if extra is None:
-            return loss
-        self.log("train_locator_loss", extra, on_step=True, on_epoch=True, batch_size=len(batch))
-        return loss + extra
-
-    def validation_step(self, batch: ClozeBatch, batch_idx: int) -> None:
-        super().validation_step(batch, batch_idx)
-        self.log_reading(batch, self._last_output.extras, "val")
-
-    def test_step(self, batch: ClozeBatch, batch_idx: int) -> None:
-        super().test_step(batch, batch_idx)
-        self.log_reading(batch, self._last_output.extras, "test")
+    def step_extras(self, batch: ClozeBatch, output: ReaderOutput, stage: str) -> Tensor | None:
+        """Training: the locator's loss (``auxiliary_loss``), logged; validation and test: what
+        the glimpses read (``log_reading``)."""
+        if stage != "train":
+            self.log_reading(batch, output.extras, stage)
+            return None
+        extra = self.auxiliary_loss(batch, output)
+        if extra is not None:
+            self.log(
+                "train_locator_loss",
+                extra,
+                on_step=True,
+                on_epoch=True,
+                sync_dist=True,
+                batch_size=len(batch),
+            )
+        return extra
 
     def auxiliary_loss(self, batch: ClozeBatch, output: ReaderOutput) -> Tensor | None:
         """A loss added to the cross-entropy in training (None: none)."""
