@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from attentive_reader.checks import check_positive
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
 from attentive_reader.corpus.sources.splits import PUBLISHER_DOMAINS, Publisher
@@ -198,10 +199,12 @@ class PreprocessOptions:
         object.__setattr__(self, "split_fractions", tuple(float(f) for f in self.split_fractions))
         if self.hf_splits is not None:
             object.__setattr__(self, "hf_splits", tuple(self.hf_splits))
-        for name in ("num_proc", "batch_size", "shard_size", "num_shards"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_positive(
+            **{
+                name: getattr(self, name)
+                for name in ("num_proc", "batch_size", "shard_size", "num_shards")
+            }
+        )
         if not 0 <= self.shard_index < self.num_shards:
             raise ValueError(
                 f"shard_index must be in 0..{self.num_shards - 1} (num_shards={self.num_shards}), "

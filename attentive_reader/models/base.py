@@ -16,6 +16,7 @@ from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor, nn
 from torchmetrics.classification import MulticlassAccuracy
 
+from attentive_reader.checks import check_positive
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.output import ReaderOutput
@@ -144,13 +145,9 @@ class ClozeReader(pl.LightningModule):
         min_lr: float = 0.0,
     ) -> None:
         super().__init__()
-        for name, value in (
-            ("vocab_size", vocab_size),
-            ("num_entities", num_entities),
-            ("embedding_dim", embedding_dim),
-        ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_positive(
+            vocab_size=vocab_size, num_entities=num_entities, embedding_dim=embedding_dim
+        )
         if optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
         if lr is not None and lr <= 0:
