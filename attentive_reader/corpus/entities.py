@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from spacy.tokens import Doc, Span
 
 from attentive_reader.corpus.anonymize import normalize_name
-from attentive_reader.corpus.joins import join_label, story_names
+from attentive_reader.corpus.joins import join_label, story_names, title_words_before
 from attentive_reader.corpus.names import (
     HYPHENS,
     canonical_form,
@@ -238,17 +238,28 @@ def _join_split_names(doc: Doc, mentions: list[Mention]) -> list[Mention]:
     while i < len(found):
         left = found[i]
         right = found[i + 1] if i + 1 < len(found) else None
-        label = None
+        label, start = None, left.start
         if right is not None and right.start == left.end:
             label = join_label(left, right, names)
+            start -= _title_words(doc, left, right, result[-1].end if result else 0)
+            label = "PERSON" if start < left.start else label
         if right is not None and label is not None:
-            result.append(_mention(doc, left.start, right.end, label))
+            result.append(_mention(doc, start, right.end, label))
             i += 2
             continue
         if (left.start, left.end) in ner:
             result.append(left)
         i += 1
     return result
+
+
+def _title_words(doc: Doc, left: Mention, right: Mention, floor: int) -> int:
+    """How many tokens before ``left`` (after ``floor``, all words) make a title with it
+    before the person ``right`` ("Secretary of" + "State" + "John Kerry")."""
+    before = [t.text for t in doc[max(floor, left.start - 3) : left.start]]
+    while before and not all(t.strip() and t[:1].isalpha() for t in before):
+        before.pop(0)
+    return title_words_before(before, left, right)
 
 
 def _plain_names(doc: Doc, mentions: list[Mention]) -> list[Mention]:

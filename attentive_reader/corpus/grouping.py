@@ -44,10 +44,11 @@ from attentive_reader.corpus.names import (
     is_regional_form,
 )
 
-# Bumped whenever a grouping rule or name table changes the entities of some story, so that
+# Bumped whenever a grouping rule, a name table or the reading of a story's text changes the
+# entities of some story, so that
 # datasets made before and after are told apart (manifest.json, resume keys). What each
 # version changed: docs/anonymization.md, "Rule versions".
-GROUPING_RULES_VERSION = 6
+GROUPING_RULES_VERSION = 7
 
 
 def grouping_info() -> dict:

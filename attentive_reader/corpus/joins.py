@@ -15,6 +15,8 @@ makes them one mention):
    place or demonym ("Davis High School English teacher", read whole once, is a school and
    a subject): that mention's label, or PERSON after a person's name.
 2. **A rank or title before a person** ("Bishop John Folda", "King Juan Carlos"): PERSON.
+   When NER read only the title's last words as a name ("Secretary of" + "State" (ORG) +
+   "John Kerry"), the title's first words join too (``title_words_before``).
 3. **A club or institution of a place**: a place or its demonym, then one word such as
    United, City, Rovers, Parliament ("Newcastle United", "Scottish Parliament"): ORG.
 4. **A first name before a surname** (the right mention a PERSON of one word, or of two or
@@ -78,6 +80,7 @@ CLUB_WORDS = frozenset(
     ).split()
 )
 _PERSON_OR_PLACE = frozenset({"PERSON", "GPE", "NORP", "LOC"})
+_LONGEST_TITLE = max(len(title) for title in TITLES)
 _NO_PERSON = frozenset({"ORG", "FAC", "EVENT", "PRODUCT", "WORK_OF_ART", "LAW"})
 
 
@@ -151,6 +154,20 @@ def join_label(left: Mention, right: Mention, names: StoryNames) -> str | None:
     return (
         "PERSON" if _first_name(left, right, names) or _mostly_before(left, right, names) else None
     )
+
+
+def title_words_before(before: Sequence[str], left: Mention, right: Mention) -> int:
+    """How many of the words ``before`` the ``left`` mention (in text order, the nearest
+    last) make a title with it, before the person ``right`` (rule 2): "Secretary of" before
+    "State" (ORG) and "John Kerry" gives 2; 0 when they make none, or ``right`` is no person.
+    ``right`` must start where ``left`` ends."""
+    if right.label != "PERSON":
+        return 0
+    for n in range(min(len(before), _LONGEST_TITLE - 1), 0, -1):
+        words = tuple(w.lower().rstrip(".") for w in (*before[len(before) - n :], *left.words))
+        if words in TITLES:
+            return n
+    return 0
 
 
 def _club(left: Mention, right: Mention) -> bool:

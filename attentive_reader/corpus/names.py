@@ -63,7 +63,8 @@ TITLES: frozenset[Key] = frozenset(
             "dr doctor prof professor rev reverend president senator sen rep congressman "
             "congresswoman governor gov mayor judge justice chancellor minister secretary "
             "general gen colonel col major maj captain capt lieutenant lt sergeant sgt "
-            "officer detective det constable inspector chief coach commissioner ambassador"
+            "officer detective det constable inspector chief coach commissioner ambassador "
+            "admiral brigadier commodore corporal"
         ).split()
     }
     | {
@@ -80,6 +81,23 @@ TITLES: frozenset[Key] = frozenset(
         ("detective", "sergeant"),
         ("detective", "inspector"),
         ("chief", "inspector"),
+        # ranks of the armed forces in two or three words ("Air Commodore Andrew Lambert")
+        ("air", "commodore"),
+        ("air", "marshal"),
+        ("air", "vice", "marshal"),
+        ("air", "chief", "marshal"),
+        ("wing", "commander"),
+        ("group", "captain"),
+        ("squadron", "leader"),
+        ("flight", "lieutenant"),
+        ("rear", "admiral"),
+        ("vice", "admiral"),
+        ("lieutenant", "colonel"),
+        ("lieutenant", "general"),
+        ("major", "general"),
+        ("brigadier", "general"),
+        ("lance", "corporal"),
+        ("staff", "sergeant"),
     }
 )
 # Words before a first name that belong to the name (titles, royal and religious ranks,

@@ -649,7 +649,7 @@ def test_a_highlight_form_of_an_article_entity_gets_its_marker():
 
 def test_the_grouping_rules_version_is_recorded():
     info = grouping_info()
-    assert info["rules_version"] == GROUPING_RULES_VERSION == 6
+    assert info["rules_version"] == GROUPING_RULES_VERSION == 7
     assert info["name_tables"]["regions"].startswith("corpus/region_forms.json")
     assert info["name_tables"]["first_names"].startswith("corpus/name_genders.json")
     assert info["name_tables"]["countryinfo"]

@@ -45,6 +45,22 @@ def test_parse_story_splits_article_and_highlights():
     )
 
 
+def test_a_paragraph_that_ends_no_sentence_gets_a_full_stop():
+    # A caption line without a stop, as in the real stories: it would run on into the next
+    # paragraph. Every ending of the reference script's list is kept as written; the
+    # highlights (the queries) are not changed.
+    endings = ["One.", "Two!", "Three?", "Four...", "'Five'", "`Six`", '"Seven"']
+    endings += ["\u2018Eight\u2019", "\u201cNine\u201d", "Ten (left)"]
+    text = "\n\n".join(["Defeat at Goodison Park", "Wayne Rooney waits", *endings])
+    story = parse_story(text + "\n\n@highlight\n\nRooney waits", story_id="s", source="s")
+    assert story.article.split("\n\n") == [
+        "Defeat at Goodison Park .",
+        "Wayne Rooney waits .",
+        *endings,
+    ]
+    assert story.highlights == ("Rooney waits",)
+
+
 def test_parse_story_bad_inputs_are_counted_skips():
     no_marker = parse_story("Just an article.\n\nMore.\n", story_id="a", source="a.story")
     assert no_marker == Skip("a.story", "no_highlights", no_marker.detail)
@@ -292,6 +308,14 @@ def test_jsonl_with_urls_list_highlights_and_a_split_prefix(tmp_path):
     assert items[0].highlights == ("a", "b") and {s.split for s in items} == {"validation"}
 
 
+def test_hf_highlights_lose_the_stop_the_reference_script_added(tmp_path):
+    # Only a spaced " ." (the script's) goes; a stop of the text itself stays.
+    rows = [{"article": "One.", "highlights": ["Rooney waits .", "In the U.S.", "Done ."]}]
+    path = write_jsonl(tmp_path / "train.jsonl", rows)
+    (story,) = iter_stories(str(path))
+    assert story.highlights == ("Rooney waits", "In the U.S.", "Done")
+
+
 def test_parquet(tmp_path):
     path = write_parquet(tmp_path / "d.parquet", ROWS[:2])
     items = list(iter_stories(str(path)))
@@ -321,8 +345,12 @@ def test_shared_csv_sample(shared_data):
     assert len(items) == 100 and all(isinstance(s, Story) for s in items)
     assert all(len(s.id) == 40 and s.split == "train" for s in items)
     assert items[0].id == "0001d1afc246a7964130f43ae940af6bc6c57f01"
-    first = "Bishop John Folda, of North Dakota, is taking time off after being diagnosed ."
+    # The csv's highlights end in the " ." the reference script adds to every line; read
+    # without it, as the same story's .story highlights. Its articles keep their stops.
+    first = "Bishop John Folda, of North Dakota, is taking time off after being diagnosed"
     assert items[0].highlights[0] == first
+    assert not any(h.endswith(" .") for s in items for h in s.highlights)
+    assert "Sheffield United . Up for the battle" in " ".join(s.article for s in items)
     assert sum(len(s.highlights) for s in items) / 100 > 2
 
 

@@ -1,7 +1,9 @@
 """Today's readers against the stored reference outputs (``reference_readers.py``): the same
-seeded init creates the same parameters under the same state-dict keys, and the stored
-weights give the same logits and loss, to the bit (to float32 rounding for the additive
-scorer, which computes tanh through the sigmoid). A refactor that changes the maths, the
+seeded init creates the same parameters under the same state-dict keys (their sums to the
+bit), and the stored weights give the same logits and loss to float32 rounding. Not to the
+bit: another CPU's kernels round otherwise (the reference was made on an AMD EPYC; on an
+Intel Xeon, 2 Dec 2026, the logits differ by at most 1.9e-6, relative 2e-5), and the
+additive scorer computes tanh through the sigmoid. A refactor that changes the maths, the
 parameter creation order or a key name fails here."""
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import torch
 from attentive_reader.models import ImpatientReader
 from attentive_reader.models.base import upgrade_state_dict
 from attentive_reader.models.loading import load_reader
-from attentive_reader.nn.attention import AdditiveScorer
 
 from . import reference_readers as ref
 
@@ -49,14 +50,9 @@ def test_same_parameters_and_outputs(name):
         # sorted path is the same maths, tests/models/test_impatient_steps.py).
         reader.query_order = lambda batch: None  # type: ignore[method-assign]
     outputs = ref.outputs(reader)
-    if any(isinstance(module, AdditiveScorer) for module in reader.modules()):
-        # The additive scorer now computes tanh(z) as 2 sigmoid(2z) - 1: the same maths, so
-        # the stored outputs hold to rounding (float32), no longer to the bit.
-        assert torch.allclose(outputs["logits"], entry["logits"], rtol=1e-5, atol=1e-6)
-        assert torch.allclose(outputs["loss"], entry["loss"], rtol=1e-5, atol=1e-6)
-    else:
-        assert torch.equal(outputs["logits"], entry["logits"])
-        assert torch.equal(outputs["loss"], entry["loss"])
+    # float32 rounding (module docstring); a change of the maths moves logits by far more.
+    assert torch.allclose(outputs["logits"], entry["logits"], rtol=1e-4, atol=1e-5)
+    assert torch.allclose(outputs["loss"], entry["loss"], rtol=1e-4, atol=1e-5)
 
 
 CONFIGS = sorted(name for name in REFERENCE if name.startswith("config:"))

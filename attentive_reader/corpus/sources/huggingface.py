@@ -20,11 +20,19 @@ def _first_line(err: BaseException) -> str:
     return text[0] if text else type(err).__name__
 
 
+def _highlight_line(line: str) -> str:
+    """A highlight without the ``" ."`` the reference script added to every line (the
+    ``.story`` highlights and DeepMind's queries have none); other endings are kept."""
+    line = line.strip()
+    return line[:-2].rstrip() if line.endswith(" .") else line
+
+
 def _highlight_lines(value: object) -> tuple[str, ...]:
     if value is None:
         return ()
     items = value if isinstance(value, (list, tuple)) else str(value).splitlines()
-    return tuple(line.strip() for line in (str(item) for item in items) if line.strip())
+    lines = (_highlight_line(str(item)) for item in items)
+    return tuple(line for line in lines if line)
 
 
 def _row_story(row: dict, *, source: str, split: str) -> Story | Skip:
