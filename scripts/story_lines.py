@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from attentive_reader.corpus.options import PreprocessOptions
 from attentive_reader.corpus.preprocess import preprocess
 from attentive_reader.corpus.records import ClozeExample, Story, load_dataset
 from attentive_reader.corpus.sources import iter_stories
+from attentive_reader.corpus.synthetic.files import format_story
 from attentive_reader.eval.adjacent import adjacent_report
 from attentive_reader.eval.anonymization import anonymization_report
 
@@ -52,12 +54,6 @@ def story_lines(article: str) -> list[str]:
     return [line.strip() for line in article.split(SCRIPT_STOP + " ") if line.strip()]
 
 
-def story_text(paragraphs: list[str], highlights: tuple[str, ...]) -> str:
-    """A ``.story`` file's text: the paragraphs, then one ``@highlight`` block each."""
-    blocks = [*paragraphs, *(f"@highlight\n\n{h}" for h in highlights)]
-    return "\n\n".join(blocks) + "\n"
-
-
 def write_stories(source: str, work: Path) -> tuple[Path, Path]:
     """Write the rows of ``source`` as ``.story`` files: ``lines/`` and ``run_together/``."""
     lines_dir, flat_dir = work / "lines", work / "run_together"
@@ -68,10 +64,9 @@ def write_stories(source: str, work: Path) -> tuple[Path, Path]:
             continue
         lines = story_lines(story.article)
         name = f"{story.id}.story"
-        (lines_dir / name).write_text(story_text(lines, story.highlights), encoding="utf-8")
-        (flat_dir / name).write_text(
-            story_text([" ".join(lines)], story.highlights), encoding="utf-8"
-        )
+        for folder, article in ((lines_dir, "\n\n".join(lines)), (flat_dir, " ".join(lines))):
+            text = format_story(replace(story, article=article))
+            (folder / name).write_text(text, encoding="utf-8")
     return lines_dir, flat_dir
 
 

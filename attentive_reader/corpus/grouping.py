@@ -34,6 +34,7 @@ from attentive_reader.corpus.entities import (
 from attentive_reader.corpus.names import (
     FEMALE_TITLES,
     HYPHENS,
+    LONGEST_TITLE,
     MALE_TITLES,
     TITLES,
     canonical_form,
@@ -45,9 +46,9 @@ from attentive_reader.corpus.names import (
 )
 
 # Bumped whenever a grouping rule, a name table or the reading of a story's text changes the
-# entities of some story, so that
-# datasets made before and after are told apart (manifest.json, resume keys). What each
-# version changed: docs/anonymization.md, "Rule versions".
+# entities of some story, so that datasets made before and after are told apart
+# (manifest.json, resume keys). What each version changed: docs/anonymization.md, "Rule
+# versions".
 GROUPING_RULES_VERSION = 7
 
 
@@ -70,7 +71,6 @@ def grouping_info() -> dict:
     }
 
 
-_LONGEST_TITLE = max(len(t) for t in TITLES)
 # The labels of a mention whose state demonym names its place (rule 5).
 REGION_LABELS = frozenset({"NORP", "GPE", "LOC"})
 
@@ -177,8 +177,8 @@ def _dominant(
 
 def _title_length(key: Key) -> int:
     """How many leading words of ``key`` are a title ("mr", "prime minister"), else 0."""
-    bare = tuple(w.rstrip(".") for w in key[:_LONGEST_TITLE])
-    for n in range(min(_LONGEST_TITLE, len(key) - 1), 0, -1):
+    bare = tuple(w.rstrip(".") for w in key[:LONGEST_TITLE])
+    for n in range(min(LONGEST_TITLE, len(key) - 1), 0, -1):
         if bare[:n] in TITLES and key[n][:1].isalpha():
             return n
     return 0

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from attentive_reader.corpus.names import (
+    LONGEST_TITLE,
     TITLES,
     Key,
     is_first_name,
@@ -80,7 +81,6 @@ CLUB_WORDS = frozenset(
     ).split()
 )
 _PERSON_OR_PLACE = frozenset({"PERSON", "GPE", "NORP", "LOC"})
-_LONGEST_TITLE = max(len(title) for title in TITLES)
 _NO_PERSON = frozenset({"ORG", "FAC", "EVENT", "PRODUCT", "WORK_OF_ART", "LAW"})
 
 
@@ -163,7 +163,7 @@ def title_words_before(before: Sequence[str], left: Mention, right: Mention) -> 
     ``right`` must start where ``left`` ends."""
     if right.label != "PERSON":
         return 0
-    for n in range(min(len(before), _LONGEST_TITLE - 1), 0, -1):
+    for n in range(min(len(before), LONGEST_TITLE - 1), 0, -1):
         words = tuple(w.lower().rstrip(".") for w in (*before[len(before) - n :], *left.words))
         if words in TITLES:
             return n

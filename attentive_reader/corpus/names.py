@@ -100,6 +100,7 @@ TITLES: frozenset[Key] = frozenset(
         ("staff", "sergeant"),
     }
 )
+LONGEST_TITLE = max(len(title) for title in TITLES)
 # Words before a first name that belong to the name (titles, royal and religious ranks,
 # kin): never cut as a bad leading word ("Prince George" must not become "George").
 KEPT_LEADING_WORDS = frozenset(
