@@ -95,6 +95,7 @@ from bench.settings import FULL, PAPER_SIZES, QUICK, SECTIONS, WHERE, Settings  
 from bench.train import run_train  # noqa: E402
 
 from attentive_reader.allocator import ENVIRONMENT, freed_memory_kept  # noqa: E402
+from attentive_reader.denormals import denormals_flushed  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,8 +169,9 @@ def run_sections(
             data = write_dataset(Path(tmp), settings)
             vocab = Path(tmp) / "vocab.json"
         if "train" in sections:
-            # Training steps run as in attentive-reader fit: freed memory kept (allocator.py).
-            with freed_memory_kept(allocator_environ) as allocator:
+            # Training steps run as in attentive-reader fit: freed memory kept (allocator.py),
+            # subnormal floats flushed to zero (denormals.py).
+            with freed_memory_kept(allocator_environ) as allocator, denormals_flushed():
                 result["train_allocator"] = asdict(allocator)
                 result["train"] = run_train(settings, data, vocab, args.threads, say, args.entries)
         if "encoder" in sections:
@@ -177,7 +179,7 @@ def run_sections(
         if "eval" in sections:
             result["eval"] = run_eval(settings, data, vocab, say)
         if "answer" in sections:
-            with freed_memory_kept(allocator_environ):
+            with freed_memory_kept(allocator_environ), denormals_flushed():
                 result["answer"] = bs.run_answer(
                     data, vocab, settings, settings.rounds, WHERE.device, say
                 )
