@@ -13,6 +13,8 @@ CNN_MEAN_CONTEXT = 761.8
 CNN_TEST_SIZE = 3198
 DENSE = "Dense limit (reference maths, equal-length unpadded), fp32"
 REFERENCE = "Reference (plain loop), fp32"
+# The Deep LSTM Reader at configs/deep_lstm_reader.yaml's sizes (the targets table reads it).
+DEEP_LSTM_SHIPPED = "Deep LSTM (shipped config: 2 x 256, query first), fp32"
 
 
 @dataclass
