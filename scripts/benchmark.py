@@ -9,8 +9,9 @@ shared: compare the ratios, which are taken within a round, more than the absolu
   directory, Lightning ``Trainer``), and of a plain reference loop written below: the same
   Attentive Reader math with the bilinear scorer (Chen et al. 2016), batches drawn at random
   and padded to their longest context, ``nn.LSTM`` over the padded batch, float32. One
-  round = one epoch of the same synthetic training set for every entry; the first batch of
-  each epoch is a warm-up and is not timed. ``vs reference``: the median over rounds of the
+  round = two epochs of the same synthetic training set for every entry: the first warms up
+  (every buffer reaches the size the longest batch needs), the second is timed whole, so
+  every round times the same batches. ``vs reference``: the median over rounds of the
   round's rate divided by the reference's rate in the same round. ``per CPU s`` and
   ``vs ref (CPU)``: the same with the process's CPU time instead of the wall time, which
   other load on a shared machine disturbs much less (with ``--threads 1`` it is the time

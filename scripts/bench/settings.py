@@ -36,7 +36,7 @@ class Settings:
     embedding_dim: int = 100
     hidden_dim: int = 128
     batch_size: int = 32
-    train_batches: int = 6  # one epoch; the first batch is a warm-up
+    train_batches: int = 6  # an epoch: one to warm up, one timed
     rounds: int = 3
     mean_context: float = CNN_MEAN_CONTEXT
     max_context: int = 2000

@@ -79,7 +79,8 @@ def build_reader(entry: Entry, settings: Settings, vocab_size: int, num_entities
 
 
 def time_toolkit(entry: Entry, settings: Settings, data: Path, vocab: Path, seed: int) -> Timed:
-    """One epoch of ``entry`` through ``ClozeDataModule`` and the Lightning ``Trainer``."""
+    """``entry`` through ``ClozeDataModule`` and the Lightning ``Trainer``: a warm-up epoch
+    (every buffer reaches the size the longest batch needs), then the timed epoch."""
     import pytorch_lightning as pl
 
     from attentive_reader.data.datamodule import ClozeDataModule
@@ -96,7 +97,7 @@ def time_toolkit(entry: Entry, settings: Settings, data: Path, vocab: Path, seed
     timer = timer_callback()
     trainer = toolkit_trainer(
         entry.precision,
-        max_epochs=1,
+        max_epochs=2,
         limit_val_batches=0,
         gradient_clip_val=10,
         callbacks=[timer],
