@@ -1,12 +1,12 @@
 """Flush subnormal floats to zero while a reader trains on the CPU.
 
 A float32 below 1.2e-38 is subnormal, and an x86 CPU computes with one through a microcode
-assist, tens of times slower than with a normal float. Gradients that fade over a long
-recurrence reach that range and stay in it for hundreds of steps: the Deep LSTM Reader's
-loss reads only the last states of a sequence of ~870 tokens, so ``dL/dh`` shrinks at every
-step back, and oneDNN's LSTM backward spent nearly all of a training step on subnormal
-numbers (docs/performance.md). Flushing them to zero (the CPU's FTZ and DAZ flags, which
-TensorFlow sets in its own threads) changes only values below float32's normal range.
+assist, tens of times slower than with a normal float. Gradients that fade along a long
+recurrence pass through that range: the Deep LSTM Reader's loss reads only the last states
+of a sequence of ~870 tokens, so ``dL/dh`` shrinks at every step back, and for about a
+hundred steps of every sequence oneDNN's LSTM backward computes with subnormal numbers
+(docs/performance.md). Flushing them to zero (the CPU's FTZ and DAZ flags, which TensorFlow
+sets in its own threads) changes only values below float32's normal range.
 
 The flags belong to each thread. ``torch.set_flush_denormal`` sets the calling thread's,
 and torch's intra-op threads (an OpenMP team, already started by the time a model exists)
