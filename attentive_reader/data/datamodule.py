@@ -28,6 +28,7 @@ from attentive_reader.data.encoded import (
 )
 from attentive_reader.data.provenance import data_provenance
 from attentive_reader.data.split import EncodedSplit
+from attentive_reader.data.stories import story_share
 from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.fileio import digest_of
@@ -100,6 +101,10 @@ class ClozeDataModule(pl.LightningDataModule):
         vocabulary: the vocabulary itself, when the caller has it in hand
             (``from_checkpoint`` passes the loaded checkpoint's, so that the file is not read
             again); it replaces ``vocab`` and ``checkpoint``, and is not a hyperparameter.
+        train_fraction: train on this share of the training stories (every question of a
+            story kept), chosen by a hash of the story id so that a smaller share is a subset
+            of a larger one; the vocabulary is built from them. Validation and test are
+            whole. For learning curves over training-set size.
     """
 
     def __init__(
@@ -120,6 +125,7 @@ class ClozeDataModule(pl.LightningDataModule):
         cache_dir: str | None = None,
         num_proc: int = 1,
         vocabulary: Vocabulary | None = None,
+        train_fraction: float = 1.0,
     ) -> None:
         super().__init__()
         check_positive(batch_size=batch_size, pool_size=pool_size, num_proc=num_proc)
@@ -155,6 +161,8 @@ class ClozeDataModule(pl.LightningDataModule):
         self._splits = {
             split: rows for split, rows in load_dataset(self.path).items() if split in SPLITS
         }
+        if "train" in self._splits:
+            self._splits["train"] = story_share(self._splits["train"], train_fraction)
         self._cache = cache_root(self.path, cache_dir)
         # How the dataset's text was anonymized (manifest.json), stored in checkpoints so that
         # attentive_reader.api.Reader anonymizes a new document alike; None without a manifest.
