@@ -288,10 +288,11 @@ def test_every_shipped_reader_config_permutes_entity_ids_and_the_demo_keeps_it()
     for config in CONFIGS:
         data = (yaml.safe_load(config.read_text()) or {}).get("data") or {}
         assert "num_entities" not in data and "permute_entities" not in data, config
+        policy = PUBLISHED.get(config.stem, "permute")
         if config in READER_CONFIGS:
-            assert data["entity_ids"] == PUBLISHED.get(config.stem, "permute"), config
+            assert data["entity_ids"] == policy, config
         else:
-            assert data.get("entity_ids", "permute") == "permute", config
+            assert data.get("entity_ids", "permute") == policy, config
     for config in READER_CONFIGS:
         model = yaml.safe_load(config.read_text())["model"]["init_args"]
         paper = config.stem.endswith("_paper")
