@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from attentive_reader.data.datamodule import ClozeDataModule
-from attentive_reader.data.vocab import Vocabulary
+from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES, Vocabulary
 from attentive_reader.errors import UserError
 from tests.corpus.fixtures import numbered_example, write_dataset
 
@@ -47,10 +47,21 @@ def test_encoded_examples_hold_entity_numbers(path):
     assert dm.vocab.decode(ex.query) == ["@placeholder", "sued", "@entity2"]
 
 
-def test_num_entities_defaults_to_what_the_data_needs(path):
+def test_num_entities_defaults_to_600_or_what_the_data_needs_if_more(path, tmp_path):
     # The fixture's largest marker is @entity2.
-    assert ClozeDataModule(path).num_entities == 3
-    assert ClozeDataModule(path, num_entities=527).num_entities == 527
+    assert ClozeDataModule(path).num_entities == DEFAULT_NUM_ENTITIES == 600
+    assert ClozeDataModule(path, num_entities=3).num_entities == 3
+    # A query may name an entity its context does not: it counts too.
+    wide = numbered_example(
+        5, "@entity0 met @entity640 .", "@entity700 met @placeholder", "@entity0"
+    )
+    other = write_dataset(tmp_path / "wide", {"train": TRAIN, "validation": [wide], "test": TEST})
+    assert ClozeDataModule(other).largest_entity_numbers() == {
+        "train": 2,
+        "validation": 700,
+        "test": 2,
+    }
+    assert ClozeDataModule(other).num_entities == 701
 
 
 def test_too_few_entity_ids_name_both_numbers_and_the_option(path):
@@ -63,11 +74,24 @@ def test_bad_entity_id_policy():
         ClozeDataModule("unused", entity_ids="shuffle")
 
 
-def test_marker_beyond_a_stored_vocabulary_names_example_and_option(path, tmp_path):
+def test_training_data_beyond_a_stored_vocabulary_is_an_error_naming_both_numbers(path, tmp_path):
     Vocabulary(["met"], num_entities=2).save(tmp_path / "vocab.json")
     dm = ClozeDataModule(path, vocab=str(tmp_path / "vocab.json"))
-    with pytest.raises(UserError, match=r"example ex1: @entity2 .*--data.num_entities 3"):
+    with pytest.raises(UserError, match=r"\[train\] .* @entity2 .* 2 entity ids.* at least 3"):
         dm.setup("fit")
+
+
+def test_evaluation_data_beyond_the_block_is_read_fitted_into_it(path, tmp_path):
+    Vocabulary(["met", "hired"], num_entities=2).save(tmp_path / "vocab.json")
+    dm = ClozeDataModule(path, vocab=str(tmp_path / "vocab.json"))
+    dm.setup("test")
+    # "@entity2 hired @entity0 ." / "@entity2 hired @placeholder" -> 2 becomes 0, 0 becomes 1.
+    (example,) = dm.dataset("test").examples
+    assert dm.vocab.decode(example.context) == ["@entity0", "hired", "@entity1", "<unk>"]
+    assert dm.vocab.decode(example.query) == ["@entity0", "hired", "@placeholder"]
+    assert example.answer == 1 and list(example.candidates) == [0, 1]
+    batch = next(iter(dm.test_dataloader()))
+    assert batch.answer.tolist() == [1] and batch.candidates.tolist() == [[True, True]]
 
 
 def test_training_permutation_is_a_consistent_seeded_relabelling(path):
