@@ -1,8 +1,13 @@
+import json
+import warnings
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
-from attentive_reader.data.datamodule import ClozeDataModule
+from attentive_reader.corpus.manifest import MANIFEST_FORMAT
+from attentive_reader.data.datamodule import ClozeDataModule, PreprocessingWarning
 from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES, Vocabulary
 from attentive_reader.errors import UserError
 from tests.corpus.fixtures import numbered_example, write_dataset
@@ -183,6 +188,41 @@ def test_from_checkpoint_reuses_vocabulary_and_arguments(path, tmp_path):
     loaded = ClozeDataModule.from_checkpoint(tmp_path / "run.ckpt", path=other)
     assert loaded.vocab == dm.vocab and loaded.batch_size == 2
     assert str(loaded.path) == other
+
+
+def _manifest(folder: str, pipeline: str, cap: int | None) -> None:
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "spacy": {"name": pipeline, "version": "3.8.0"},
+        "options": {"labels": ["PERSON"], "lowercase": True, "max_context_tokens": cap},
+        "grouping": {"rules_version": 7},
+    }
+    (Path(folder) / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_checkpoint_read_on_data_preprocessed_otherwise_warns_naming_both(path, tmp_path):
+    _manifest(path, "en_core_web_sm", 2000)
+    dm = ClozeDataModule(path, num_entities=5)
+    checkpoint = {
+        "datamodule_hyper_parameters": dict(dm.hparams),
+        "ClozeDataModule": dm.state_dict(),
+    }
+    torch.save(checkpoint, tmp_path / "run.ckpt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same preprocessing: no warning
+        ClozeDataModule.from_checkpoint(tmp_path / "run.ckpt")
+    other = write_dataset(tmp_path / "other", {"train": TEST, "validation": TEST, "test": TEST})
+    _manifest(other, "en_core_web_lg", None)
+    expected = (
+        f"{other} was preprocessed with spaCy pipeline en_core_web_lg 3.8.0, max_context_tokens "
+        f"None, the training data of {tmp_path / 'run.ckpt'} with spaCy pipeline en_core_web_sm "
+        "3.8.0, max_context_tokens 2000: entities may be marked differently"
+    )
+    with pytest.warns(PreprocessingWarning) as caught:
+        loaded = ClozeDataModule.from_checkpoint(tmp_path / "run.ckpt", path=other)
+    assert [str(w.message) for w in caught] == [expected] and loaded.vocab == dm.vocab
+    with pytest.warns(PreprocessingWarning, match="en_core_web_lg 3.8.0"):  # through --ckpt_path
+        ClozeDataModule(other, checkpoint=str(tmp_path / "run.ckpt"))
 
 
 def test_missing_directory_is_a_clear_error(tmp_path):
