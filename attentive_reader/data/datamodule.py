@@ -37,7 +37,7 @@ from attentive_reader.data.split import EncodedSplit
 from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES, Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.fileio import digest_of
-from attentive_reader.markers import ENTITY_PREFIX, entity_index, entity_marker
+from attentive_reader.markers import ENTITY_PREFIX, MARKER_PATTERN, entity_index, entity_marker
 from attentive_reader.upstream import uses_distributed_sampler
 
 __all__ = [
@@ -499,7 +499,7 @@ class VocabularyWriter(Callback):
 
 def _largest_marker(tokens: pa.Array) -> int:
     """The largest ``N`` of the ``@entityN`` tokens among ``tokens`` (-1: none)."""
-    markers = tokens.filter(pc.match_substring_regex(tokens, r"^@entity[0-9]+$"))
+    markers = tokens.filter(pc.match_substring_regex(tokens, MARKER_PATTERN))
     if not len(markers):
         return -1
     return pc.max(pc.cast(pc.utf8_slice_codeunits(markers, len(ENTITY_PREFIX)), "int64")).as_py()
@@ -537,10 +537,19 @@ def _read_vocabulary(path: Path) -> tuple[Vocabulary, dict | None]:
             raise UserError(
                 f"{path} is not a vocabulary written by attentive-reader: {err}"
             ) from None
-        beside = path.with_name(PIPELINE_FILE)
-        return vocab, json.loads(beside.read_text(encoding="utf-8")) if beside.is_file() else None
+        return vocab, _pipeline_beside(path)
     state = _checkpoint_state(read_checkpoint(path), path)
     return Vocabulary.from_dict(state["vocab"]), state.get("pipeline")
+
+
+def _pipeline_beside(vocab_file: Path) -> dict | None:
+    """The preprocessing identity in the ``pipeline.json`` beside a ``vocab.json`` (``None``
+    when there is none or it cannot be read: it only decides a warning)."""
+    try:
+        recorded = json.loads(vocab_file.with_name(PIPELINE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return recorded if isinstance(recorded, dict) else None
 
 
 def _checkpoint_state(checkpoint: dict, path: Path) -> dict:

@@ -50,13 +50,12 @@ from attentive_reader.errors import UserError
 from attentive_reader.faults import is_write_fault
 from attentive_reader.fileio import digest_of, place, write_text_atomic
 from attentive_reader.locking import waiting_lock
-from attentive_reader.markers import ENTITY_PREFIX
+from attentive_reader.markers import ENTITY_PREFIX, MARKER_PATTERN
 from attentive_reader.upstream import dataset_fingerprint
 
 FORMAT_VERSION = 1
 CACHE_FOLDER = ".encoded"  # inside the dataset directory when it is writable
 ENV_CACHE = "ATTENTIVE_READER_CACHE"
-_MARKER = r"^@entity[0-9]+$"
 _BLOCK_ROWS = 20_000
 _ARRAYS = (
     "context",
@@ -388,8 +387,8 @@ def _encode_range(
             arrays[column][lo:hi] = _token_ids(values, options)
         markers = _flat(block.column("candidates"))
         answers = block.column("answer").combine_chunks()
-        markers_ok = pc.all(pc.match_substring_regex(markers, _MARKER)).as_py()
-        answers_ok = pc.all(pc.match_substring_regex(answers, _MARKER)).as_py()
+        markers_ok = pc.all(pc.match_substring_regex(markers, MARKER_PATTERN)).as_py()
+        answers_ok = pc.all(pc.match_substring_regex(answers, MARKER_PATTERN)).as_py()
         if markers_ok is False or answers_ok is False:
             bad = np.flatnonzero(~_row_markers_ok(block, markers, answers))
             first_bad = _min(first_bad, begin + int(bad[0]))
@@ -422,7 +421,7 @@ def _token_ids(values: pa.Array, options: pc.SetLookupOptions) -> np.ndarray:
     unknown = found.is_null()
     if pc.any(unknown).as_py():
         words = values.filter(unknown)
-        marker = pc.match_substring_regex(words, _MARKER).to_numpy(zero_copy_only=False)
+        marker = pc.match_substring_regex(words, MARKER_PATTERN).to_numpy(zero_copy_only=False)
         where = np.flatnonzero(unknown.to_numpy(zero_copy_only=False))[marker]
         ids[where] = beyond_block_id(_numbers(words.filter(marker)))
     return ids
@@ -441,8 +440,8 @@ def _numbers(markers: pa.Array) -> np.ndarray:
 
 def _row_markers_ok(block: pa.Table, markers: pa.Array, answers: pa.Array) -> np.ndarray:
     """Per row: every candidate and the answer are ``@entityN`` markers, (rows,) bool."""
-    ok = pc.match_substring_regex(answers, _MARKER).to_numpy(zero_copy_only=False).copy()
-    good = pc.match_substring_regex(markers, _MARKER).to_numpy(zero_copy_only=False)
+    ok = pc.match_substring_regex(answers, MARKER_PATTERN).to_numpy(zero_copy_only=False).copy()
+    good = pc.match_substring_regex(markers, MARKER_PATTERN).to_numpy(zero_copy_only=False)
     lengths = pc.list_value_length(block.column("candidates")).to_numpy(zero_copy_only=False)
     parent = np.repeat(np.arange(len(ok)), lengths)
     np.logical_and.at(ok, parent, good)

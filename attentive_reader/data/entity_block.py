@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attentive_reader.corpus.records import ClozeExample
-from attentive_reader.data.vocab import Vocabulary
+from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
 from attentive_reader.markers import entity_index, is_entity_marker
 
 if TYPE_CHECKING:  # batching loads torch; heatmap pages use this module without it
@@ -112,20 +112,21 @@ def _marker_numbers(tokens: Iterable[str]) -> list[int]:
     return [entity_index(token) for token in tokens if is_entity_marker(token)]
 
 
-def beyond_block_id(k: int) -> int:
-    """The encoded id of ``@entity{k}`` when ``k`` is beyond the vocabulary's block."""
+def beyond_block_id(k: int | np.ndarray) -> int | np.ndarray:
+    """The encoded id of ``@entity{k}`` when ``k`` is beyond the vocabulary's block (also
+    elementwise over an array of numbers)."""
     return -1 - k
 
 
 def stored_ids(tokens: Sequence[str], vocab: Vocabulary) -> np.ndarray:
     """Token ids as the encoded columns hold them: markers beyond the block as
     ``beyond_block_id``, (t,) int64."""
-    ids = [
-        beyond_block_id(entity_index(token))
-        if is_entity_marker(token) and entity_index(token) >= vocab.num_entities
-        else vocab.token_id(token)
-        for token in tokens
-    ]
+    ids = []
+    for token in tokens:
+        try:
+            ids.append(vocab.token_id(token))
+        except EntityOutOfRange:
+            ids.append(beyond_block_id(entity_index(token)))
     return np.array(ids, dtype=np.int64)
 
 
