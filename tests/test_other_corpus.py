@@ -90,6 +90,23 @@ def test_words_the_checkpoint_never_saw_are_read_as_unknown(corpora):
     assert all(i == vocab.token_id(t) for t, i in words if t not in unknown)
 
 
+def test_heatmaps_of_the_other_corpus_show_the_stored_markers_and_names(corpora):
+    from attentive_reader.viz import checkpoint_heatmaps
+
+    examples = {ex.id: ex for ex in load_examples(corpora.other, "test")}
+    pages = checkpoint_heatmaps(corpora.ckpt, corpora.other, limit=len(examples), device="cpu")
+    assert len(pages) == len(examples)
+    for page in pages:
+        example = examples[page.id]
+        fit = example_fit(example, corpora.block)
+        assert page.context == example.context and page.answer == example.answer
+        # The candidates are the entities the block kept, under their stored markers.
+        kept = [c for c in example.candidates if fit.reader_number(entity_index(c)) is not None]
+        assert page.candidates == tuple(kept) and set(page.probabilities) == set(kept)
+        assert page.prediction in kept and page.entities == example.entities
+    assert any(len(page.candidates) < len(examples[page.id].candidates) for page in pages)
+
+
 @pytest.mark.parametrize("subcommand, split", [("validate", "validation"), ("test", "test")])
 def test_the_lightning_cli_reads_the_other_corpus_with_the_checkpoint(
     corpora, subcommand, split, tmp_path, monkeypatch
