@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,14 +26,19 @@ def _metrics(path: Path, rows: list[tuple[int, float | None, float | None]]) -> 
 
 
 def _main(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    """Run the script's ``main`` in this process; the modules it imports from scripts/ are
+    dropped again, so no other test finds them imported."""
     monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location(
-        "real_news_report", ROOT / "scripts" / "real_news_report.py"
-    )
+    path = ROOT / "scripts" / "real_news_report.py"
+    spec = importlib.util.spec_from_file_location("real_news_report", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main(list(args))
+    try:
+        spec.loader.exec_module(module)
+        return module.main(list(args))
+    finally:
+        for name in [n for n in sys.modules if n.split(".")[0] in ("bench", "learning_curves")]:
+            del sys.modules[name]
 
 
 def test_resumed_versions_are_joined_and_the_best_epoch_named(tmp_path, monkeypatch, capsys):
