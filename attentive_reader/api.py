@@ -56,7 +56,8 @@ from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.data.batching import EncodedExample, collate
-from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
+from attentive_reader.data.entity_block import EntityFit, fit_encoded, stored_ids
+from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.eval.inference import DeviceName, resolve_device
 from attentive_reader.markers import PLACEHOLDER, entity_index
@@ -166,6 +167,7 @@ class _Prepared:
 
     example: ClozeExample
     encoded: EncodedExample
+    fit: EntityFit
     filled: ParsedQuery | None
     notices: tuple[str, ...]
 
@@ -293,9 +295,12 @@ class Reader:
             query: a sentence with real names and one blank (``@placeholder``, ``___`` or
                 ``XXX``).
 
+        A document with more entities than the reader's block is read with the most frequent
+        ones (``data/entity_block.py``); the answer's notices say so.
+
         Raises:
-            UserError: an empty document, a query without exactly one blank, a document
-                without an entity, or more entities than the reader's answer space.
+            UserError: an empty document, a query without exactly one blank, or a document
+                without an entity.
         """
         (result,) = self.answer_many([(document, query)])
         assert isinstance(result, Answer)  # errors="raise": a bad pair has raised
@@ -335,7 +340,7 @@ class Reader:
 
     def answer_example(self, example: ClozeExample) -> Answer:
         """Answer a stored (already anonymized) example, e.g. a row of a processed dataset."""
-        return self._predict([_Prepared(example, self._encode(example), None, ())])[0]
+        return self._predict([_Prepared(example, *self._encode(example), None, ())])[0]
 
     # --- internals -----------------------------------------------------------------------
 
@@ -362,36 +367,25 @@ class Reader:
             parsed, _, notices = item
             try:
                 example = cloze_example(self.nlp, next(docs), parsed, f"q{number}", self._cloze)
-                out.append(_Prepared(example, self._encode(example), parsed, notices))
+                out.append(_Prepared(example, *self._encode(example), parsed, notices))
             except UserError as error:
                 out.append(error)
         return out
 
-    def _encode(self, example: ClozeExample) -> EncodedExample:
-        """The example as ids (``UserError`` when its entities overflow the answer space)."""
-        try:
-            context = self.vocab.encode(example.context)
-            query = self.vocab.encode(example.query)
-            candidates = [entity_index(m) for m in example.candidates]
-            for k in candidates:
-                self.vocab.entity_id(k)
-        except EntityOutOfRange:
-            raise UserError(
-                f"the document has {len(example.candidates)} entities but the reader "
-                f"{self.path} answers over {self.vocab.num_entities} entity ids; shorten the "
-                "document or train with a larger --data.num_entities",
-                code="too_many_entities",
-            ) from None
-        cap = self.max_encoded_tokens
-        truncated = cap is not None and len(context) > cap
-        return EncodedExample(
+    def _encode(self, example: ClozeExample) -> tuple[EncodedExample, EntityFit]:
+        """The example as ids, fitted into the reader's entity block, and its fit."""
+        stored = EncodedExample(
             id=example.id,
-            context=context[:cap] if truncated else context,
-            query=query,
+            context=stored_ids(example.context, self.vocab),  # (n,)
+            query=stored_ids(example.query, self.vocab),  # (m,)
             answer=entity_index(example.answer),
-            candidates=candidates,
-            truncated=truncated,
+            candidates=[entity_index(m) for m in example.candidates],
         )
+        encoded, fit = fit_encoded(stored, self.vocab.num_entities, self.vocab.entity_offset)
+        cap = self.max_encoded_tokens
+        if cap is not None and len(encoded.context) > cap:
+            encoded = dataclasses.replace(encoded, context=encoded.context[:cap], truncated=True)
+        return encoded, fit
 
     def _predict(self, items: Sequence[_Prepared]) -> list[Answer]:
         """One forward pass over prepared questions."""
@@ -416,10 +410,9 @@ def _answer(item: _Prepared, record: Prediction) -> Answer:
     example = item.example
     n = min(record.context_length, len(example.context))
     m = min(record.query_length, len(example.query))
-    probabilities = {c: float(record.probs[entity_index(c)]) for c in example.candidates}
-    ranked = sorted(
-        example.candidates, key=lambda c: (-probabilities[c], example.candidates.index(c))
-    )
+    read = {c: item.fit.reader_number(entity_index(c)) for c in example.candidates}
+    probabilities = {c: float(record.probs[r]) for c, r in read.items() if r is not None}
+    ranked = sorted(probabilities, key=lambda c: (-probabilities[c], example.candidates.index(c)))
     candidates = tuple(Candidate(c, example.entities.get(c, c), probabilities[c]) for c in ranked)
     name = candidates[0].name
     if item.filled is not None:
@@ -429,7 +422,7 @@ def _answer(item: _Prepared, record: Prediction) -> Answer:
         filled = " ".join(
             name if t == PLACEHOLDER else example.entities.get(t, t) for t in example.query
         )
-    notices = item.notices
+    notices = item.notices + _block_notice(item.fit, len(record.probs))
     if n < len(example.context):
         notices += (
             f"the anonymized document has {len(example.context)} tokens: the reader "
@@ -447,6 +440,17 @@ def _answer(item: _Prepared, record: Prediction) -> Answer:
         selected=record.selected_positions(n),
         context_length=len(example.context),
         notices=notices,
+    )
+
+
+def _block_notice(fit: EntityFit, num_entities: int) -> tuple[str, ...]:
+    """The notice of a document with more entities than the reader's block (else none)."""
+    if not fit.dropped:
+        return ()
+    total = len(fit.mapping or ()) + fit.dropped
+    return (
+        f"the document has {total} entities, more than the reader's {num_entities} entity ids: "
+        f"the {fit.dropped} named least often were read as unknown words and cannot be the answer",
     )
 
 

@@ -4,14 +4,20 @@ Subcommands are dispatched lazily so that, for example, ``preprocess`` never imp
 ``fit`` never imports spaCy. Each subcommand lives in ``attentive_reader.commands.<name>`` and
 exposes ``main(argv: list[str]) -> int``. Mistakes a user can make raise ``UserError``; they
 are printed in one line (no traceback) and the command exits with status 2; so are the faults
-of the machine while writing (a full disk, a read-only folder: ``faults``).
+of the machine while writing (a full disk, a read-only folder: ``faults``). The toolkit's own
+warnings are printed in one line too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
+import warnings
+from collections.abc import Iterator
+from types import ModuleType
+from typing import TextIO
 
 from attentive_reader.errors import UserError
 from attentive_reader.faults import describe, is_write_fault
@@ -94,9 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     try:
-        if module.__name__.endswith(".train"):
-            return int(module.main([name, *rest]) or 0)
-        return int(module.main(rest) or 0)
+        with _warnings_in_one_line(name):
+            return _run(module, name, rest)
     except UserError as err:
         print(f"attentive-reader {name}: error: {err}", file=sys.stderr)
         return 2
@@ -109,6 +114,35 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"attentive-reader {name}: interrupted", file=sys.stderr)
         return 130
+
+
+def _run(module: ModuleType, name: str, rest: list[str]) -> int:
+    if module.__name__.endswith(".train"):
+        return int(module.main([name, *rest]) or 0)
+    return int(module.main(rest) or 0)
+
+
+@contextlib.contextmanager
+def _warnings_in_one_line(name: str) -> Iterator[None]:
+    """Show the toolkit's own warning categories as one ``warning:`` line (others as usual)."""
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: TextIO | None = None,
+            line: str | None = None,
+        ) -> None:
+            if category.__module__.startswith("attentive_reader"):
+                print(f"attentive-reader {name}: warning: {message}", file=sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
 
 
 if __name__ == "__main__":

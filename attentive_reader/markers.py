@@ -7,6 +7,8 @@ from __future__ import annotations
 
 PLACEHOLDER = "@placeholder"
 ENTITY_PREFIX = "@entity"
+# A whole token that is an entity marker, for Arrow's regex kernels.
+MARKER_PATTERN = rf"^{ENTITY_PREFIX}[0-9]+$"
 
 
 def entity_marker(index: int) -> str:

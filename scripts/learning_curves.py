@@ -198,7 +198,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--train-seeds", type=int, nargs="+", default=[0], metavar="S")
     parser.add_argument(
-        "--num-entities", type=int, default=600, help="entity ids (0: what the data needs)"
+        "--num-entities",
+        type=int,
+        default=600,
+        help="entity ids (0: the data module's default, 600 or what the data needs if more)",
     )
     parser.add_argument(
         "--set",

@@ -21,7 +21,7 @@ FEW = settings(
 
 QUERY_CODES = {"empty_query", "nul_character", "no_blank", "many_blanks"}
 DOCUMENT_CODES = {"empty_document", "bad_story"}
-READER_CODES = QUERY_CODES | DOCUMENT_CODES | {"no_entity", "too_many_entities"}
+READER_CODES = QUERY_CODES | DOCUMENT_CODES | {"no_entity"}
 
 # Names the synthetic corpus's entity ruler tags, blanks, markers and troublemakers.
 PIECES = [

@@ -177,23 +177,6 @@ def test_bad_documents(reader):
         reader.answer("@highlight\n\nKennedy smiled", "@placeholder smiled")
 
 
-def test_more_entities_than_the_answer_space(reader):
-    from attentive_reader.corpus import synthetic
-
-    e = reader.vocab.num_entities
-    names = [*synthetic.CITIES, *synthetic.COUNTRIES][: e + 1]
-    assert len(names) == e + 1
-    document = " ".join(f"They flew to {name}." for name in names)
-    with pytest.raises(UserError, match=f"has {e + 1} entities .* over {e} entity ids"):
-        reader.answer(document, "They flew to @placeholder")
-    # In a batch, only that pair fails.
-    results = reader.answer_many(
-        [(document, "They flew to @placeholder"), (ARTICLE, "@placeholder smiled")],
-        errors="return",
-    )
-    assert isinstance(results[0], UserError) and len(results[1].candidates) == 3
-
-
 def test_a_long_document_is_cut_to_the_context_cap_with_a_notice(reader):
     filler = " ".join(["the market was quiet ."] * 100)  # 500 tokens
     document = f"{ARTICLE} {filler} Lisbon welcomed Kennedy."

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,10 +45,20 @@ def train_tiny_reader(
     root: Path, *, stories: int = 24, config: str = "attentive_reader"
 ) -> TrainedReader:
     """Synthesize, preprocess and fit a tiny reader under ``root``."""
+    corpus, data = make_tiny_data(root, stories=stories)
+    return TrainedReader(corpus, data, fit_tiny_reader(data, root / "runs", config))
+
+
+def make_tiny_data(
+    root: Path, *, stories: int = 24, seed: int = 5, synth: Sequence[str] = ()
+) -> tuple[Path, Path]:
+    """Synthesize a corpus under ``root`` (``synth``: more options of ``attentive-reader
+    synth``) and preprocess it with its entity ruler; ``(corpus, data)``."""
     from attentive_reader.cli import main as cli
 
-    corpus, data, runs = root / "corpus", root / "data", root / "runs"
-    assert cli(["synth", str(corpus), "--stories", str(stories), "--seed", "5"]) == 0
+    corpus, data = root / "corpus", root / "data"
+    argv = ["synth", str(corpus), "--stories", str(stories), "--seed", str(seed), *synth]
+    assert cli(argv) == 0
     assert (
         cli(
             [
@@ -66,11 +77,14 @@ def train_tiny_reader(
         )
         == 0
     )
-    return TrainedReader(corpus, data, fit_tiny_reader(data, runs, config))
+    return corpus, data
 
 
-def fit_tiny_reader(data: Path, runs: Path, config: str = "attentive_reader") -> Path:
-    """Fit a tiny reader on ``data`` for 3 steps with a shipped config; its ``last.ckpt``."""
+def fit_tiny_reader(
+    data: Path, runs: Path, config: str = "attentive_reader", extra: Sequence[str] = ()
+) -> Path:
+    """Fit a tiny reader on ``data`` for 3 steps with a shipped config (``extra``: more
+    options of ``fit``); its ``last.ckpt``."""
     from attentive_reader.cli import main as cli
 
     fit = [
@@ -97,6 +111,7 @@ def fit_tiny_reader(data: Path, runs: Path, config: str = "attentive_reader") ->
         "false",
         "--trainer.default_root_dir",
         str(runs),
+        *extra,
     ]
     assert cli(fit) == 0
     (ckpt,) = runs.glob("**/last.ckpt")

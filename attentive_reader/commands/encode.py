@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 from attentive_reader.corpus.records import SPLITS
+from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--num-entities",
         type=int,
         metavar="N",
-        help="entity ids (--data.num_entities; default: what the data needs)",
+        help=f"entity ids (--data.num_entities; default: {DEFAULT_NUM_ENTITIES}, or what the "
+        "data needs if more)",
     )
     parser.add_argument(
         "--cache-dir",

@@ -386,3 +386,42 @@ def preprocessing_identity(manifest: dict | None) -> dict | None:
         "grouping_rules": (manifest.get("grouping") or {}).get("rules_version"),
         "toolkit": (manifest.get("toolkit") or {}).get("version"),
     }
+
+
+# What changes how text is anonymized, as named in messages.
+_IDENTITY_PARTS = {
+    "spacy": "spaCy pipeline",
+    "labels": "labels",
+    "lowercase": "lowercase",
+    "max_context_tokens": "max_context_tokens",
+    "grouping_rules": "grouping rules",
+}
+
+
+def identity_difference(ours: dict | None, theirs: dict | None) -> tuple[str, str] | None:
+    """How two preprocessing identities (``preprocessing_identity``) differ in what marks the
+    entities of a text: the parts that differ, written for each side (``("spaCy pipeline
+    en_core_web_lg 3.8.0", "spaCy pipeline en_core_web_sm 3.8.0")``), or ``None`` when they
+    agree or either is unknown. The toolkit version and the ``--spacy-model`` path are not
+    compared: the pipeline's name and version and the grouping rules' version say it."""
+    if ours is None or theirs is None:
+        return None
+    differ = [
+        key for key in _IDENTITY_PARTS if _shown(key, ours.get(key)) != _shown(key, theirs.get(key))
+    ]
+    if not differ:
+        return None
+    return tuple(  # type: ignore[return-value]
+        ", ".join(f"{_IDENTITY_PARTS[key]} {_shown(key, side.get(key))}" for key in differ)
+        for side in (ours, theirs)
+    )
+
+
+def _shown(key: str, value: object) -> str:
+    if key == "spacy":
+        if not isinstance(value, dict):
+            return "none (DeepMind .question data)"
+        return f"{value.get('name')} {value.get('version')}"
+    if key == "labels" and isinstance(value, list):
+        return ",".join(value)
+    return str(value)

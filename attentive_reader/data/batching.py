@@ -27,7 +27,9 @@ class ClozeBatch:
         query: token ids of the query, (b, m), padded with 0.
         query_mask: True on real query tokens, (b, m) bool.
         candidates: True for entity ids that occur in the context, (b, e) bool.
-        answer: the answer's entity id (``@entity7`` -> 7 after any permutation), (b,) long.
+        answer: the answer's entity id (``@entity7`` -> 7 after any permutation or
+            relabelling; ``entity_block.UNANSWERABLE`` when it is outside the reader's block),
+            (b,) long.
         ids: the example ids, length b.
         truncated: True where the context was cut to the length cap, (b,) bool.
     """
@@ -53,7 +55,7 @@ class EncodedExample:
         id: the example id.
         context: context token ids, (n,).
         query: query token ids, (m,).
-        answer: the answer's entity number ``k`` (``@entity{k}``).
+        answer: the answer's entity number ``k`` (``@entity{k}``), or ``entity_block.UNANSWERABLE``.
         candidates: entity numbers of the candidates.
         truncated: whether the context was cut to a length cap.
     """

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
 import datasets
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
@@ -16,7 +18,11 @@ from torch.utils.data import DataLoader
 
 from attentive_reader.checkpoint_file import read_checkpoint
 from attentive_reader.checks import check_positive, check_positive_or_none
-from attentive_reader.corpus.manifest import preprocessing_identity, read_manifest
+from attentive_reader.corpus.manifest import (
+    identity_difference,
+    preprocessing_identity,
+    read_manifest,
+)
 from attentive_reader.corpus.records import SPLITS, Split, dataset_split, load_dataset
 from attentive_reader.data.batching import BucketBatchSampler, collate
 from attentive_reader.data.encoded import (
@@ -28,17 +34,28 @@ from attentive_reader.data.encoded import (
 )
 from attentive_reader.data.provenance import data_provenance
 from attentive_reader.data.split import EncodedSplit
-from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
+from attentive_reader.data.stories import story_share
+from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES, Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.fileio import digest_of
-from attentive_reader.markers import ENTITY_PREFIX, entity_index, entity_marker
+from attentive_reader.markers import ENTITY_PREFIX, MARKER_PATTERN, entity_index, entity_marker
 from attentive_reader.upstream import uses_distributed_sampler
 
-__all__ = ["ClozeDataModule", "EncodedSplit", "Split", "VocabularyWriter"]
+__all__ = [
+    "ClozeDataModule",
+    "EncodedSplit",
+    "PreprocessingWarning",
+    "Split",
+    "VocabularyWriter",
+]
 EntityIdPolicy = Literal["permute", "first_occurrence"]
 ENTITY_ID_POLICIES: tuple[str, ...] = ("permute", "first_occurrence")
 VOCAB_FILE = "vocab.json"
 PIPELINE_FILE = "pipeline.json"  # the preprocessing identity, beside vocab.json
+
+
+class PreprocessingWarning(UserWarning):
+    """A dataset was preprocessed otherwise than the data a checkpoint was trained on."""
 
 
 class ClozeDataModule(pl.LightningDataModule):
@@ -56,9 +73,11 @@ class ClozeDataModule(pl.LightningDataModule):
     which number the entities of each story by first occurrence (Chen et al.'s relabelling).
     Evaluation never permutes.
 
-    The entity block has ``num_entities`` ids: by default exactly what the dataset needs
-    (the largest entity number over all splits + 1); a larger explicit value widens the
-    range the permutation draws from (e.g. 527 for CNN-sized answer spaces).
+    The entity block has ``num_entities`` ids: by default ``DEFAULT_NUM_ENTITIES`` (600, room
+    for real news), or what the dataset needs (its largest entity number + 1) if that is more.
+    Training examples always fit it. A validation, test or predict example that numbers an
+    entity beyond it (another dataset read with a checkpoint's vocabulary) is fitted into it
+    (``data/entity_block.py``), never refused; one that fits is read as stored.
 
     Token ids are encoded once per dataset and vocabulary and stored as memory-mapped NumPy
     columns (``data/encoded.py``): in ``<path>/.encoded`` when the dataset directory is
@@ -77,9 +96,9 @@ class ClozeDataModule(pl.LightningDataModule):
         batch_size: training batch size.
         eval_batch_size: validation/test/predict batch size (default ``batch_size``).
         max_words: the number of most frequent train words in the vocabulary.
-        num_entities: size of the entity id block; ``None`` (the default): what the dataset
-            needs (CNN 527, Daily Mail 371). A smaller explicit value than needed is an error.
-            Ignored when ``vocab`` is given (the stored vocabulary's count is used).
+        num_entities: size of the entity id block; ``None`` (the default): 600, or what the
+            dataset needs if that is more. A smaller explicit value than the dataset needs is
+            an error. Ignored when ``vocab`` is given (the stored vocabulary's count is used).
         entity_ids: ``permute`` (the paper's per-example permutation, the default) or
             ``first_occurrence`` (the stored ids, by first occurrence in each story).
         max_context_tokens: cut contexts to this many tokens (``ClozeBatch.truncated``
@@ -100,6 +119,10 @@ class ClozeDataModule(pl.LightningDataModule):
         vocabulary: the vocabulary itself, when the caller has it in hand
             (``from_checkpoint`` passes the loaded checkpoint's, so that the file is not read
             again); it replaces ``vocab`` and ``checkpoint``, and is not a hyperparameter.
+        train_fraction: train on this share of the training stories (every question of a
+            story kept), chosen by a hash of the story id so that a smaller share is a subset
+            of a larger one; the vocabulary is built from them. Validation and test are
+            whole. For learning curves over training-set size.
     """
 
     def __init__(
@@ -120,6 +143,7 @@ class ClozeDataModule(pl.LightningDataModule):
         cache_dir: str | None = None,
         num_proc: int = 1,
         vocabulary: Vocabulary | None = None,
+        train_fraction: float = 1.0,
     ) -> None:
         super().__init__()
         check_positive(batch_size=batch_size, pool_size=pool_size, num_proc=num_proc)
@@ -155,6 +179,8 @@ class ClozeDataModule(pl.LightningDataModule):
         self._splits = {
             split: rows for split, rows in load_dataset(self.path).items() if split in SPLITS
         }
+        if "train" in self._splits:
+            self._splits["train"] = story_share(self._splits["train"], train_fraction)
         self._cache = cache_root(self.path, cache_dir)
         # How the dataset's text was anonymized (manifest.json), stored in checkpoints so that
         # attentive_reader.api.Reader anonymizes a new document alike; None without a manifest.
@@ -163,16 +189,10 @@ class ClozeDataModule(pl.LightningDataModule):
         if vocabulary is not None:
             self.vocab = vocabulary
         elif stored_vocab is not None:
-            self.vocab = _read_vocabulary(Path(stored_vocab))
+            self.vocab, recorded = _read_vocabulary(Path(stored_vocab))
+            self.check_preprocessing(recorded, stored_vocab)
         else:
-            needed = self.entities_needed()
-            if num_entities is not None and num_entities < needed:
-                raise UserError(
-                    f"{self.path} needs {needed} entity ids (its largest marker is "
-                    f"{entity_marker(needed - 1)}) but --data.num_entities is {num_entities}; raise it "
-                    "or leave it unset to use what the data needs"
-                )
-            self.vocab = self._built_vocabulary(max_words, num_entities or needed)
+            self.vocab = self._built_vocabulary(max_words, self._block_size(num_entities))
         self._encoded: dict[str, EncodedSplit] = {}
         self._provenance: dict | None = None
 
@@ -191,25 +211,63 @@ class ClozeDataModule(pl.LightningDataModule):
     # --- data ----------------------------------------------------------------------------
 
     def entities_needed(self) -> int:
-        """The number of entity ids the stored data needs: its largest entity number + 1.
+        """The number of entity ids the stored data needs: its largest entity number + 1."""
+        largest = max(self.largest_entity_numbers().values(), default=-1)
+        if largest < 0:
+            raise UserError(f"{self.path} holds no entity markers; is it a processed dataset?")
+        return largest + 1
+
+    def largest_entity_numbers(self) -> dict[str, int]:
+        """Split -> its largest entity number, over contexts and queries (-1: none).
 
         Counted once per dataset (cached beside the encoded ids).
         """
         key = digest_of({s: split_fingerprint(rows) for s, rows in self._splits.items()})
-        largest = cached_json(self._cache, "entities", key, self._largest_entity)
-        if not isinstance(largest, int) or largest < 0:
-            raise UserError(f"{self.path} holds no entity markers; is it a processed dataset?")
-        return largest + 1
+        found = cached_json(self._cache, "entity-numbers", key, self._largest_numbers)
+        return dict(found)  # type: ignore[call-overload]
 
-    def _largest_entity(self) -> int:
-        largest = -1
-        for split in self._splits.values():
-            for table in split.with_format("arrow").iter(batch_size=50_000):
-                markers = pc.list_flatten(table.column("candidates"))
-                if len(markers):
-                    numbers = pc.cast(pc.utf8_slice_codeunits(markers, len(ENTITY_PREFIX)), "int64")
-                    largest = max(largest, pc.max(numbers).as_py())
+    def _largest_numbers(self) -> dict[str, int]:
+        largest = dict.fromkeys(self._splits, -1)
+        for name, split in self._splits.items():
+            rows = split.select_columns(["candidates", "query"]).with_format("arrow")
+            for table in rows.iter(batch_size=50_000):
+                # The candidates are the context's markers; a query may name others.
+                for column in ("candidates", "query"):
+                    tokens = pc.list_flatten(table.column(column))
+                    largest[name] = max(largest[name], _largest_marker(tokens))
         return largest
+
+    def _block_size(self, num_entities: int | None) -> int:
+        """The entity block of a new vocabulary: ``num_entities``, or by default 600 or what
+        the dataset needs if more.
+
+        Raises:
+            UserError: ``num_entities`` is smaller than the dataset needs.
+        """
+        needed = self.entities_needed()
+        if num_entities is None:
+            return max(DEFAULT_NUM_ENTITIES, needed)
+        if num_entities < needed:
+            raise UserError(
+                f"{self.path} needs {needed} entity ids (its largest marker is "
+                f"{entity_marker(needed - 1)}) but --data.num_entities is {num_entities}; raise "
+                f"it or leave it unset ({DEFAULT_NUM_ENTITIES}, or what the data needs if more)"
+            )
+        return num_entities
+
+    def check_preprocessing(self, recorded: dict | None, source: str | Path) -> None:
+        """Warn in one line (``PreprocessingWarning``) when this dataset was preprocessed
+        otherwise than the data of ``source`` (a checkpoint or vocabulary), whose
+        preprocessing identity is ``recorded``: the reader still reads it."""
+        difference = identity_difference(self.pipeline, recorded)
+        if difference is not None:
+            ours, theirs = difference
+            warnings.warn(
+                f"{self.path} was preprocessed with {ours}, the training data of {source} with "
+                f"{theirs}: entities may be marked differently",
+                PreprocessingWarning,
+                stacklevel=2,
+            )
 
     def _built_vocabulary(self, max_words: int, num_entities: int) -> Vocabulary:
         """``Vocabulary.build`` over the train split, counted once per dataset and options."""
@@ -269,18 +327,8 @@ class ClozeDataModule(pl.LightningDataModule):
     def _check(self, row: dict, split: str) -> None:
         """Raise the ``UserError`` that explains why ``row`` cannot be encoded."""
         try:
-            self.vocab.encode(row["context"])
-            self.vocab.encode(row["query"])
             candidates = [entity_index(marker) for marker in row["candidates"]]
             answer = entity_index(row["answer"])
-            for k in [*candidates, answer]:
-                self.vocab.entity_id(k)  # range check
-        except EntityOutOfRange as err:
-            raise UserError(
-                f"{self.path} [{split}] example {row['id']}: {err.marker} needs at least "
-                f"{err.index + 1} entity ids but the vocabulary has {err.num_entities}; raise "
-                f"--data.num_entities (e.g. --data.num_entities {err.index + 1})"
-            ) from None
         except ValueError as err:
             raise UserError(f"{self.path} [{split}] example {row['id']}: {err}") from None
         if answer not in candidates:
@@ -295,6 +343,7 @@ class ClozeDataModule(pl.LightningDataModule):
         """Encode the splits the stage needs (for ``fit``, also compute ``provenance``: the
         checkpoints record it)."""
         if stage == "fit":
+            self._check_training_fits()
             self.provenance()
         needed = {
             "fit": ("train", "validation"),
@@ -304,6 +353,22 @@ class ClozeDataModule(pl.LightningDataModule):
         }[stage]
         for split in needed:
             self.dataset(split)
+
+    def _check_training_fits(self) -> None:
+        """Training data is never relabelled: its markers must fit the entity block.
+
+        Raises:
+            UserError: the train split numbers an entity beyond the block (a vocabulary from
+                a checkpoint or ``vocab.json`` made for other data).
+        """
+        largest = self.largest_entity_numbers().get("train", -1)
+        if largest >= self.num_entities:
+            raise UserError(
+                f"{self.path} [train] numbers entities up to {entity_marker(largest)} but the "
+                f"vocabulary has {self.num_entities} entity ids, and training data is never "
+                f"relabelled: give a vocabulary of at least {largest + 1} entity ids, or build "
+                "one from this data (no --data.vocab, no --ckpt_path)"
+            )
 
     def train_dataloader(self) -> DataLoader:
         return self._bucketed(self.dataset("train"), self.batch_size, shuffle=True)
@@ -371,9 +436,12 @@ class ClozeDataModule(pl.LightningDataModule):
             raise UserError(
                 f"{ckpt_path} does not record its dataset directory; pass path=<directory>"
             )
-        if overrides.get("vocab") is None:  # the vocabulary of the checkpoint in hand
-            arguments["vocabulary"] = _checkpoint_vocabulary(checkpoint, Path(ckpt_path))
-        return cls(**arguments)
+        if overrides.get("vocab") is not None:
+            return cls(**arguments)
+        state = _checkpoint_state(checkpoint, Path(ckpt_path))  # the checkpoint in hand
+        module = cls(**arguments, vocabulary=Vocabulary.from_dict(state["vocab"]))
+        module.check_preprocessing(state.get("pipeline"), ckpt_path)
+        return module
 
     # --- internals -----------------------------------------------------------------------
 
@@ -437,6 +505,14 @@ class VocabularyWriter(Callback):
             )
 
 
+def _largest_marker(tokens: pa.Array) -> int:
+    """The largest ``N`` of the ``@entityN`` tokens among ``tokens`` (-1: none)."""
+    markers = tokens.filter(pc.match_substring_regex(tokens, MARKER_PATTERN))
+    if not len(markers):
+        return -1
+    return pc.max(pc.cast(pc.utf8_slice_codeunits(markers, len(ENTITY_PREFIX)), "int64")).as_py()
+
+
 def _token_counts(train: datasets.Dataset) -> Counter[str]:
     """How often each token occurs in the contexts and queries of ``train`` (Arrow kernels)."""
     counts: Counter[str] = Counter()
@@ -456,27 +532,42 @@ def _token_counts(train: datasets.Dataset) -> Counter[str]:
     return counts
 
 
-def _read_vocabulary(path: Path) -> Vocabulary:
-    """A vocabulary from a ``vocab.json`` or from a checkpoint's data module state."""
+def _read_vocabulary(path: Path) -> tuple[Vocabulary, dict | None]:
+    """A vocabulary from a ``vocab.json`` or from a checkpoint's data module state, and the
+    preprocessing identity of the data it was made from (a ``vocab.json``'s from the
+    ``pipeline.json`` beside it; ``None`` when none is recorded)."""
     if not path.is_file():
         raise UserError(f"vocabulary file not found: {path}")
     if path.suffix == ".json":
         try:
-            return Vocabulary.load(path)
+            vocab = Vocabulary.load(path)
         except (json.JSONDecodeError, KeyError, ValueError) as err:
             raise UserError(
                 f"{path} is not a vocabulary written by attentive-reader: {err}"
             ) from None
-    return _checkpoint_vocabulary(read_checkpoint(path), path)
+        return vocab, _pipeline_beside(path)
+    state = _checkpoint_state(read_checkpoint(path), path)
+    return Vocabulary.from_dict(state["vocab"]), state.get("pipeline")
 
 
-def _checkpoint_vocabulary(checkpoint: dict, path: Path) -> Vocabulary:
-    """The vocabulary of a loaded checkpoint's data module state (``path`` for messages)."""
+def _pipeline_beside(vocab_file: Path) -> dict | None:
+    """The preprocessing identity in the ``pipeline.json`` beside a ``vocab.json`` (``None``
+    when there is none or it cannot be read: it only decides a warning)."""
+    try:
+        recorded = json.loads(vocab_file.with_name(PIPELINE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return recorded if isinstance(recorded, dict) else None
+
+
+def _checkpoint_state(checkpoint: dict, path: Path) -> dict:
+    """A loaded checkpoint's data module state: its ``vocab`` and ``pipeline`` (``path`` for
+    messages)."""
     # Lightning stores a data module's state under its class name.
     states = [checkpoint.get(ClozeDataModule.__qualname__), *checkpoint.values()]
     for state in states:
         if isinstance(state, dict) and isinstance(state.get("vocab"), dict):
-            return Vocabulary.from_dict(state["vocab"])
+            return state
     raise UserError(
         f"{path} holds no vocabulary (it was not trained with ClozeDataModule); pass the "
         f"{VOCAB_FILE} of its run as --data.vocab"

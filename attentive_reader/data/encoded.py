@@ -5,6 +5,8 @@ offsets, as Arrow lays out list columns)::
 
     context.npy  context_offsets.npy      all contexts' token ids, end to end; (rows + 1,)
     query.npy    query_offsets.npy        the same for queries
+                                          (a marker beyond the vocabulary's entity block is
+                                          -1 - k: ``data/entity_block.py`` fits it in)
     candidates.npy candidate_offsets.npy  entity numbers (``@entity7`` -> 7)
     answer.npy                            (rows,) entity numbers
     ids.npy                               (rows,) example ids, UTF-8 bytes
@@ -42,18 +44,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from attentive_reader.data.entity_block import beyond_block_id
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.faults import is_write_fault
 from attentive_reader.fileio import digest_of, place, write_text_atomic
 from attentive_reader.locking import waiting_lock
-from attentive_reader.markers import ENTITY_PREFIX
+from attentive_reader.markers import ENTITY_PREFIX, MARKER_PATTERN
 from attentive_reader.upstream import dataset_fingerprint
 
 FORMAT_VERSION = 1
 CACHE_FOLDER = ".encoded"  # inside the dataset directory when it is writable
 ENV_CACHE = "ATTENTIVE_READER_CACHE"
-_MARKER = r"^@entity[0-9]+$"
 _BLOCK_ROWS = 20_000
 _ARRAYS = (
     "context",
@@ -225,9 +227,8 @@ def encoded_split(
         dataset_dir: the processed dataset directory (workers load ``rows`` from it).
 
     Raises:
-        BadRow: a row that cannot be encoded (an entity marker beyond the vocabulary's block,
-            a candidate that is not a marker, an answer not among the candidates); the caller
-            explains it.
+        BadRow: a row that cannot be encoded (a candidate or an answer that is not a marker,
+            an answer not among the candidates); the caller explains it.
     """
     key = digest_of(
         {
@@ -381,23 +382,13 @@ def _encode_range(
         block = table.slice(begin, end - begin)
         for column, offsets_name in _LISTS[:2]:
             values = _flat(block.column(column))
-            ids = pc.index_in(values, options=options)  # (t,) token ids, null: not in vocab
-            unknown = ids.is_null()
-            if pc.any(unknown).as_py():
-                words = values.filter(unknown)
-                marker = pc.match_substring_regex(words, _MARKER)
-                if pc.any(marker).as_py():  # a marker beyond the entity block
-                    where = np.flatnonzero(unknown.to_numpy(zero_copy_only=False))
-                    hit = where[np.flatnonzero(marker.to_numpy(zero_copy_only=False))[0]]
-                    first_bad = _earliest(first_bad, begin, block.column(column), int(hit))
-                ids = pc.fill_null(ids, Vocabulary.UNK)
             bounds = arrays[offsets_name]
             lo, hi = int(bounds[begin]), int(bounds[end])
-            arrays[column][lo:hi] = ids.to_numpy(zero_copy_only=False)
+            arrays[column][lo:hi] = _token_ids(values, options)
         markers = _flat(block.column("candidates"))
         answers = block.column("answer").combine_chunks()
-        markers_ok = pc.all(pc.match_substring_regex(markers, _MARKER)).as_py()
-        answers_ok = pc.all(pc.match_substring_regex(answers, _MARKER)).as_py()
+        markers_ok = pc.all(pc.match_substring_regex(markers, MARKER_PATTERN)).as_py()
+        answers_ok = pc.all(pc.match_substring_regex(answers, MARKER_PATTERN)).as_py()
         if markers_ok is False or answers_ok is False:
             bad = np.flatnonzero(~_row_markers_ok(block, markers, answers))
             first_bad = _min(first_bad, begin + int(bad[0]))
@@ -408,10 +399,7 @@ def _encode_range(
         parent = np.repeat(np.arange(len(answer)), lengths)  # (t,) row of each candidate
         has_answer = np.zeros(len(answer), dtype=bool)
         has_answer[parent[numbers == answer[parent]]] = True
-        out_of_range = np.zeros(len(answer), dtype=bool)
-        np.logical_or.at(out_of_range, parent, numbers >= vocab.num_entities)
-        out_of_range |= answer >= vocab.num_entities
-        bad = np.flatnonzero(~has_answer | out_of_range)
+        bad = np.flatnonzero(~has_answer)
         if len(bad):
             first_bad = _min(first_bad, begin + int(bad[0]))
         bounds = arrays["candidate_offsets"]
@@ -423,6 +411,20 @@ def _encode_range(
     for array in arrays.values():
         array.flush()
     return first_bad
+
+
+def _token_ids(values: pa.Array, options: pc.SetLookupOptions) -> np.ndarray:
+    """The ids of ``values`` (``<unk>`` for unknown words; a marker beyond the entity block as
+    ``entity_block.beyond_block_id``), (t,) int32."""
+    found = pc.index_in(values, options=options)  # (t,) null: not in the vocabulary
+    ids = np.array(pc.fill_null(found, Vocabulary.UNK).to_numpy(zero_copy_only=False), np.int32)
+    unknown = found.is_null()
+    if pc.any(unknown).as_py():
+        words = values.filter(unknown)
+        marker = pc.match_substring_regex(words, MARKER_PATTERN).to_numpy(zero_copy_only=False)
+        where = np.flatnonzero(unknown.to_numpy(zero_copy_only=False))[marker]
+        ids[where] = beyond_block_id(_numbers(words.filter(marker)))
+    return ids
 
 
 def _flat(column: pa.ChunkedArray) -> pa.Array:
@@ -438,20 +440,12 @@ def _numbers(markers: pa.Array) -> np.ndarray:
 
 def _row_markers_ok(block: pa.Table, markers: pa.Array, answers: pa.Array) -> np.ndarray:
     """Per row: every candidate and the answer are ``@entityN`` markers, (rows,) bool."""
-    ok = pc.match_substring_regex(answers, _MARKER).to_numpy(zero_copy_only=False).copy()
-    good = pc.match_substring_regex(markers, _MARKER).to_numpy(zero_copy_only=False)
+    ok = pc.match_substring_regex(answers, MARKER_PATTERN).to_numpy(zero_copy_only=False).copy()
+    good = pc.match_substring_regex(markers, MARKER_PATTERN).to_numpy(zero_copy_only=False)
     lengths = pc.list_value_length(block.column("candidates")).to_numpy(zero_copy_only=False)
     parent = np.repeat(np.arange(len(ok)), lengths)
     np.logical_and.at(ok, parent, good)
     return ok
-
-
-def _earliest(first: int | None, begin: int, column: pa.ChunkedArray, position: int) -> int:
-    """``first`` or the row holding flat ``position`` of ``column`` (block starting at
-    ``begin``), whichever comes first."""
-    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
-    row = int(np.searchsorted(np.cumsum(lengths), position, side="right"))
-    return _min(first, begin + row)
 
 
 def _min(first: int | None, candidate: int) -> int:

@@ -1,8 +1,10 @@
 """``EncodedSplit``: one encoded split as ``EncodedExample`` s, read from its memory-mapped
-columns, with the training-time entity permutation."""
+columns, fitted into the entity block where needed, with the training-time entity
+permutation."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import overload
 
@@ -11,6 +13,7 @@ from torch.utils.data import Dataset
 
 from attentive_reader.data.batching import EncodedExample
 from attentive_reader.data.encoded import EncodedColumns
+from attentive_reader.data.entity_block import UNANSWERABLE, fit_encoded
 from attentive_reader.data.vocab import Vocabulary
 
 
@@ -20,6 +23,10 @@ class EncodedSplit(Dataset):
     The ids are memory-mapped columns (``EncodedColumns``, see ``data/encoded.py``): an
     example is read from the page cache when it is asked for, so the split costs each process
     almost no private memory.
+
+    An example that numbers an entity beyond the block (another corpus read with a
+    checkpoint's vocabulary) is fitted into it by ``data/entity_block.py``'s rule; one that
+    fits is read as stored.
 
     With ``permute_entities`` the entity block is relabelled by a random permutation drawn
     from ``(seed, epoch, index)``, so a run is reproducible while every epoch sees new
@@ -69,22 +76,29 @@ class EncodedSplit(Dataset):
         return _Examples(self)
 
     def example(self, index: int) -> EncodedExample:
-        """Example ``index`` as stored (no permutation)."""
+        """Example ``index`` as the reader reads it, never permuted: as stored, or fitted
+        into the entity block when it numbers an entity beyond it (``data/entity_block.py``;
+        the fit sees the whole context, before any cut)."""
         if not 0 <= index < len(self):
             raise IndexError(f"example {index} of {len(self)}")
         columns = self.columns
-        context = columns.span("context", "context_offsets", index)  # (n,)
+        stored = EncodedExample(
+            id=columns.example_id(index),
+            context=columns.span("context", "context_offsets", index),  # (n,) read-only
+            query=columns.span("query", "query_offsets", index),  # (m,)
+            answer=int(columns.array("answer")[index]),
+            candidates=columns.span("candidates", "candidate_offsets", index),
+        )
+        example, _ = fit_encoded(stored, self.num_entities, self.entity_offset)
+        context = example.context
         truncated = self.max_context_tokens is not None and len(context) > self.max_context_tokens
         if truncated:
             context = context[: self.max_context_tokens]
-        return EncodedExample(
-            id=columns.example_id(index),
+        return dataclasses.replace(
+            example,
             context=np.array(context, dtype=np.int32),  # a private copy of one example
-            query=np.array(columns.span("query", "query_offsets", index), dtype=np.int32),
-            answer=int(columns.array("answer")[index]),
-            candidates=np.array(
-                columns.span("candidates", "candidate_offsets", index), dtype=np.int64
-            ),
+            query=np.array(example.query, dtype=np.int32),
+            candidates=np.array(example.candidates, dtype=np.int64),
             truncated=bool(truncated),
         )
 
@@ -99,7 +113,9 @@ class EncodedSplit(Dataset):
             id=example.id,
             context=self._relabel(example.context, permutation),
             query=self._relabel(example.query, permutation),
-            answer=int(permutation[example.answer]),
+            answer=example.answer
+            if example.answer == UNANSWERABLE
+            else int(permutation[example.answer]),
             candidates=permutation[np.asarray(example.candidates, dtype=np.int64)],
             truncated=example.truncated,
         )

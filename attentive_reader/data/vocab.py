@@ -18,6 +18,10 @@ from attentive_reader.markers import PLACEHOLDER, entity_index, entity_marker, i
 PAD_TOKEN = "<pad>"
 UNK_TOKEN = "<unk>"
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, PLACEHOLDER)
+# The entity block a reader gets unless its data needs more: DeepMind's CNN questions number
+# entities up to @entity526, and any document read later is mapped into the block
+# (data/entity_block.py), so one size serves real news.
+DEFAULT_NUM_ENTITIES = 600
 
 
 class EntityOutOfRange(ValueError):
@@ -73,7 +77,7 @@ class Vocabulary:
         cls,
         token_lists: Iterable[Sequence[str]],
         max_words: int = 50_000,
-        num_entities: int = 600,
+        num_entities: int = DEFAULT_NUM_ENTITIES,
     ) -> Vocabulary:
         """The vocabulary of the ``max_words`` most frequent words in ``token_lists``.
 
@@ -92,7 +96,10 @@ class Vocabulary:
 
     @classmethod
     def from_counts(
-        cls, counts: Mapping[str, int], max_words: int = 50_000, num_entities: int = 600
+        cls,
+        counts: Mapping[str, int],
+        max_words: int = 50_000,
+        num_entities: int = DEFAULT_NUM_ENTITIES,
     ) -> Vocabulary:
         """The vocabulary of the ``max_words`` most frequent words of ``counts`` (token ->
         count); the same rules as ``build``."""

@@ -11,12 +11,13 @@ JSON report of ``attentive-reader evaluate --out``, ``Report.markdown()`` its ta
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attentive_reader.corpus.baselines import score_baselines
 from attentive_reader.corpus.manifest import read_manifest
@@ -32,7 +33,13 @@ from attentive_reader.eval.report import (
     markdown_tables,
 )
 from attentive_reader.fileio import write_json_atomic
+from attentive_reader.markers import entity_index, entity_marker
 from attentive_reader.version import __version__
+
+if TYPE_CHECKING:
+    from attentive_reader.data.entity_block import EntityFit
+    from attentive_reader.eval.inference import LoadedCheckpoint
+    from attentive_reader.models.predictions import Prediction
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,10 @@ class CheckpointInfo:
             optimiser's further options.
         max_context_tokens: the context cap the data module applies.
         seconds: the time spent reading the split.
+        num_entities: the reader's block of entity ids.
+        relabelled: the examples that numbered entities beyond the block, read fitted into
+            it (``data/entity_block.py``).
+        unanswerable: those of them whose answer the block left out (counted wrong).
     """
 
     name: str
@@ -106,6 +117,9 @@ class CheckpointInfo:
     optimizer: dict[str, Any]
     max_context_tokens: int | None
     seconds: float
+    num_entities: int = 0
+    relabelled: int = 0
+    unanswerable: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -117,11 +131,14 @@ class CheckpointInfo:
             "max_context_tokens": self.max_context_tokens,
             "seconds": self.seconds,
             "name": self.name,
+            "num_entities": self.num_entities,
+            "relabelled": self.relabelled,
+            "unanswerable": self.unanswerable,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CheckpointInfo:
-        return cls(**{key: data[key] for key in cls.__dataclass_fields__})
+        return cls(**{key: data[key] for key in cls.__dataclass_fields__ if key in data})
 
 
 @dataclass(frozen=True)
@@ -424,15 +441,20 @@ def _model_predictions(
 ) -> tuple[tuple[PredictionLine, ...], CheckpointInfo]:
     """One checkpoint's line for every example, in stored order, and what the report records.
 
+    An example that numbers entities beyond the reader's block is read fitted into it
+    (``data/entity_block.py``); its line names the stored markers.
+
     Raises:
         UserError: if the reader's rows are not the examples, each once, in stored order.
     """
+    from attentive_reader.data.entity_block import example_fit
     from attentive_reader.eval.inference import iterate_predictions, load_checkpoint
 
     loaded = load_checkpoint(ckpt, data, device)  # the file is read here, once
     reader, datamodule = loaded.reader, loaded.datamodule
     started = time.perf_counter()
     predictions: list[PredictionLine] = []
+    fits: list[EntityFit] = []
     for _, batch_prediction in iterate_predictions(
         reader, datamodule, split, batch_size=batch_size, device=device
     ):
@@ -443,17 +465,41 @@ def _model_predictions(
                     f"{ckpt}: the reader's data order differs from {data} [{split}] at row "
                     f"{position} (example {record.id}); is it the same dataset?"
                 )
-            example = examples[position]
-            probability = float(record.probs[record.prediction])
-            gold = float(record.probs[record.answer])  # the batch's id of the stored answer
-            predictions.append(PredictionLine.of(name, example, record.marker, probability, gold))
+            fits.append(example_fit(examples[position], reader.num_entities))
+            predictions.append(_prediction_line(name, examples[position], record, fits[-1]))
     if len(predictions) != len(examples):
         raise UserError(
             f"{ckpt}: {len(predictions)} predictions for {len(examples)} examples of {split}"
         )
-    info = CheckpointInfo(
+    info = _checkpoint_info(loaded, name, str(ckpt), time.perf_counter() - started)
+    unanswerable = sum(
+        fit.reader_number(entity_index(example.answer)) is None
+        for fit, example in zip(fits, examples)
+    )
+    info = dataclasses.replace(
+        info, relabelled=sum(fit.relabelled for fit in fits), unanswerable=unanswerable
+    )
+    return tuple(predictions), info
+
+
+def _prediction_line(
+    name: str, example: ClozeExample, record: Prediction, fit: EntityFit
+) -> PredictionLine:
+    """The line of one example, the reader's entity ids mapped back to the stored markers."""
+    predicted = entity_marker(fit.stored_number(record.prediction))
+    answer = fit.reader_number(entity_index(example.answer))
+    gold = 0.0 if answer is None else float(record.probs[answer])
+    return PredictionLine.of(name, example, predicted, float(record.probs[record.prediction]), gold)
+
+
+def _checkpoint_info(
+    loaded: LoadedCheckpoint, name: str, path: str, seconds: float
+) -> CheckpointInfo:
+    """What the report records about a checkpoint (``path``: as given) read in ``seconds``."""
+    reader = loaded.reader
+    return CheckpointInfo(
         name=name,
-        path=str(ckpt),
+        path=path,
         sha256=loaded.sha256,
         reader=f"{type(reader).__module__}.{type(reader).__qualname__}",
         hyper_parameters={k: v for k, v in reader.hparams.items() if not k.startswith("_")},
@@ -464,10 +510,10 @@ def _model_predictions(
             "weight_decay": reader.weight_decay,
             **reader.optimizer_options,
         },
-        max_context_tokens=datamodule.max_context_tokens,
-        seconds=round(time.perf_counter() - started, 3),
+        max_context_tokens=loaded.datamodule.max_context_tokens,
+        seconds=round(seconds, 3),
+        num_entities=reader.num_entities,
     )
-    return tuple(predictions), info
 
 
 def _unique_name(name: str, taken: set[str]) -> str:

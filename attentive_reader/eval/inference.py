@@ -112,8 +112,8 @@ def iterate_predictions(
 
     Args:
         reader: the reader, in eval mode.
-        datamodule: gives the encoded split (its vocabulary; no entity permutation outside
-            ``train``).
+        datamodule: gives the encoded split (its vocabulary; examples that number entities
+            beyond the block fitted into it, ``data/entity_block.py``; never permuted).
         split: the split to read.
         indices: only these rows of the split, in this order (default: all).
         batch_size: examples per forward pass.
@@ -121,8 +121,8 @@ def iterate_predictions(
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    dataset = datamodule.dataset(split)
-    source = dataset if indices is None else Subset(dataset, list(indices))
+    examples = datamodule.dataset(split).examples  # never permuted, also for train
+    source = examples if indices is None else Subset(examples, list(indices))  # type: ignore[arg-type]
     loader = DataLoader(
         source,
         batch_size=batch_size,

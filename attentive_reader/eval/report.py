@@ -276,10 +276,12 @@ def markdown_tables(report: dict) -> str:
 
     Accuracies are in percent; the interval is the Wilson 95% interval. A baseline's figures
     are its expected accuracy under a random tie-break; the overall table's last column
-    gives its accuracy with ties broken by first occurrence.
+    gives its accuracy with ties broken by first occurrence. A checkpoint that read examples
+    fitted into its entity block gets one line saying how many, and how many of their answers
+    it could not give.
     """
     systems = report["systems"]
-    lines = _overall_table(systems)
+    lines = _overall_table(systems) + _block_notes(report)
     for key, title in (
         ("by_context_length", "context length (tokens)"),
         ("by_num_candidates", "number of candidate entities"),
@@ -303,6 +305,19 @@ def markdown_tables(report: dict) -> str:
             ]
             lines.append(f"| {label} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _block_notes(report: dict) -> list[str]:
+    """One line per checkpoint that read examples relabelled into its entity block."""
+    checkpoints = (report.get("inputs") or {}).get("checkpoints") or []
+    notes = [
+        f"{c['name']}: {c['relabelled']} of {report['num_examples']} examples numbered "
+        f"entities beyond its {c['num_entities']} entity ids and were read relabelled into "
+        f"them; {c['unanswerable']} answers fell outside them and count wrong"
+        for c in checkpoints
+        if c.get("relabelled")
+    ]
+    return ["", *notes] if notes else []
 
 
 def _overall_table(systems: Sequence[dict]) -> list[str]:

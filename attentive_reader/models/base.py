@@ -18,6 +18,7 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from attentive_reader.checks import check_positive
 from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.data.entity_block import UNANSWERABLE
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.predictions import BatchPrediction
@@ -176,7 +177,9 @@ class ClozeReader(pl.LightningModule):
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
         self.input_dim = embedding_dim + (1 if self.query_match else 0)
         self.answer_layer: AnswerLayerName = "output"
-        metric = MulticlassAccuracy(num_classes=num_entities, average="micro")
+        # One class beyond the entity ids: an answer outside the block (UNANSWERABLE) is
+        # scored as it, and no prediction is.
+        metric = MulticlassAccuracy(num_classes=num_entities + 1, average="micro")
         self.train_acc = metric.clone()
         self.val_acc = metric.clone()
         self.test_acc = metric.clone()
@@ -384,9 +387,12 @@ class ClozeReader(pl.LightningModule):
     def _shared_step(self, batch: ClozeBatch, stage: Stage) -> Tensor:
         output = self(batch)
         logits = output.logits.float()  # (b, e); float even under bf16 autocast
-        loss = F.cross_entropy(logits, batch.answer)
+        loss = answer_loss(logits, batch.answer)
         metric: MulticlassAccuracy = getattr(self, f"{stage}_acc")
-        metric.update(logits.argmax(dim=-1), batch.answer)
+        unanswerable = batch.answer == UNANSWERABLE  # (b,)
+        metric.update(
+            logits.argmax(dim=-1), batch.answer.masked_fill(unanswerable, logits.shape[-1])
+        )
         size = len(batch)
         self.log(
             f"{stage}_loss",
@@ -416,6 +422,21 @@ class ClozeReader(pl.LightningModule):
         training, a loss added to it (``None``: nothing). The glimpse readers log the tokens
         they read and add the locator's loss."""
         return None
+
+
+def answer_loss(logits: Tensor, answer: Tensor) -> Tensor:
+    """The mean cross-entropy of the answers, ().
+
+    An answer outside the reader's block (``UNANSWERABLE``: a document with more entities
+    than the block, at evaluation) has no logit: it is left out of the mean, and a batch of
+    only such answers has loss 0. They count wrong in the accuracy.
+
+    Args:
+        logits: (b, e) candidate-masked logits.
+        answer: (b,) the answers' entity ids.
+    """
+    loss = F.cross_entropy(logits, answer, ignore_index=UNANSWERABLE)  # nan when all left out
+    return torch.where((answer != UNANSWERABLE).any(), loss, torch.zeros_like(loss))
 
 
 def upgrade_hyper_parameters(hyper_parameters: dict[str, Any]) -> dict[str, Any]:

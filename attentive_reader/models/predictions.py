@@ -24,7 +24,8 @@ class Prediction:
     Attributes:
         id: the example id.
         prediction: the predicted entity id (``@entity<prediction>``).
-        answer: the gold entity id of the batch (after any permutation; none outside train).
+        answer: the gold entity id of the batch (after any permutation, which only training
+            applies, or fitting into the block; ``UNANSWERABLE`` when outside the block).
         probs: (e,) probabilities over entity ids (0 for non-candidates).
         attention: (n,) the weights over the real context tokens, (m, n) one row per real
             query token (Impatient Reader), or ``None``.

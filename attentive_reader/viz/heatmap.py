@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from attentive_reader.corpus.records import ClozeExample
-from attentive_reader.markers import entity_index
+from attentive_reader.data.entity_block import example_fit
+from attentive_reader.markers import entity_index, entity_marker
 
 if TYPE_CHECKING:
     from attentive_reader.models.predictions import BatchPrediction, Prediction
@@ -221,6 +222,10 @@ class HeatmapExample:
 def heatmap_example(record: Prediction, row: ClozeExample, model: str = "") -> HeatmapExample:
     """Plain heatmap data for one example's prediction record.
 
+    An example that numbers entities beyond the reader's block was read fitted into it
+    (``data/entity_block.py``): the page shows the stored markers and names, and only the
+    entities the reader could answer with as candidates.
+
     Args:
         record: the reader's prediction for the example (``BatchPrediction.records()``).
         row: the stored example (its tokens and entity map).
@@ -229,7 +234,8 @@ def heatmap_example(record: Prediction, row: ClozeExample, model: str = "") -> H
     Raises:
         ValueError: if the record's answer is not the stored one (permuted entity ids).
     """
-    if record.answer_marker != row.answer:
+    fit = example_fit(row, len(record.probs))  # the reader's block: one probability an id
+    if record.answer != fit.answer_id(entity_index(row.answer)):
         raise ValueError(
             f"example {record.id}: the batch's answer {record.answer_marker} is not the "
             f"stored {row.answer}; heatmaps need data without entity permutation"
@@ -237,6 +243,8 @@ def heatmap_example(record: Prediction, row: ClozeExample, model: str = "") -> H
     n = min(record.context_length, len(row.context))
     m = min(record.query_length, len(row.query))
     probs = _as_list(record.probs)  # (e,)
+    read = {c: fit.reader_number(entity_index(c)) for c in row.candidates}
+    candidates = tuple(c for c in row.candidates if read[c] is not None)
     return HeatmapExample(
         id=record.id,
         model=model,
@@ -245,10 +253,10 @@ def heatmap_example(record: Prediction, row: ClozeExample, model: str = "") -> H
         attention=record.weights(n, m),  # (n,) or (m, n)
         selected=record.selected_positions(n),
         hop_attention=record.hops(n, m),  # (K - 1, n, m)
-        prediction=record.marker,
-        answer=record.answer_marker,
-        probabilities={c: float(probs[entity_index(c)]) for c in row.candidates},
-        candidates=tuple(row.candidates),
+        prediction=entity_marker(fit.stored_number(record.prediction)),
+        answer=row.answer,
+        probabilities={c: float(probs[read[c]]) for c in candidates},  # type: ignore[index]
+        candidates=candidates,
         entities=dict(row.entities),
         context_length=len(row.context),
     )

@@ -1,9 +1,14 @@
+import json
+import warnings
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
-from attentive_reader.data.datamodule import ClozeDataModule
-from attentive_reader.data.vocab import Vocabulary
+from attentive_reader.corpus.manifest import MANIFEST_FORMAT
+from attentive_reader.data.datamodule import ClozeDataModule, PreprocessingWarning
+from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES, Vocabulary
 from attentive_reader.errors import UserError
 from tests.corpus.fixtures import numbered_example, write_dataset
 
@@ -47,10 +52,21 @@ def test_encoded_examples_hold_entity_numbers(path):
     assert dm.vocab.decode(ex.query) == ["@placeholder", "sued", "@entity2"]
 
 
-def test_num_entities_defaults_to_what_the_data_needs(path):
+def test_num_entities_defaults_to_600_or_what_the_data_needs_if_more(path, tmp_path):
     # The fixture's largest marker is @entity2.
-    assert ClozeDataModule(path).num_entities == 3
-    assert ClozeDataModule(path, num_entities=527).num_entities == 527
+    assert ClozeDataModule(path).num_entities == DEFAULT_NUM_ENTITIES == 600
+    assert ClozeDataModule(path, num_entities=3).num_entities == 3
+    # A query may name an entity its context does not: it counts too.
+    wide = numbered_example(
+        5, "@entity0 met @entity640 .", "@entity700 met @placeholder", "@entity0"
+    )
+    other = write_dataset(tmp_path / "wide", {"train": TRAIN, "validation": [wide], "test": TEST})
+    assert ClozeDataModule(other).largest_entity_numbers() == {
+        "train": 2,
+        "validation": 700,
+        "test": 2,
+    }
+    assert ClozeDataModule(other).num_entities == 701
 
 
 def test_too_few_entity_ids_name_both_numbers_and_the_option(path):
@@ -63,11 +79,24 @@ def test_bad_entity_id_policy():
         ClozeDataModule("unused", entity_ids="shuffle")
 
 
-def test_marker_beyond_a_stored_vocabulary_names_example_and_option(path, tmp_path):
+def test_training_data_beyond_a_stored_vocabulary_is_an_error_naming_both_numbers(path, tmp_path):
     Vocabulary(["met"], num_entities=2).save(tmp_path / "vocab.json")
     dm = ClozeDataModule(path, vocab=str(tmp_path / "vocab.json"))
-    with pytest.raises(UserError, match=r"example ex1: @entity2 .*--data.num_entities 3"):
+    with pytest.raises(UserError, match=r"\[train\] .* @entity2 .* 2 entity ids.* at least 3"):
         dm.setup("fit")
+
+
+def test_evaluation_data_beyond_the_block_is_read_fitted_into_it(path, tmp_path):
+    Vocabulary(["met", "hired"], num_entities=2).save(tmp_path / "vocab.json")
+    dm = ClozeDataModule(path, vocab=str(tmp_path / "vocab.json"))
+    dm.setup("test")
+    # "@entity2 hired @entity0 ." / "@entity2 hired @placeholder" -> 2 becomes 0, 0 becomes 1.
+    (example,) = dm.dataset("test").examples
+    assert dm.vocab.decode(example.context) == ["@entity0", "hired", "@entity1", "<unk>"]
+    assert dm.vocab.decode(example.query) == ["@entity0", "hired", "@placeholder"]
+    assert example.answer == 1 and list(example.candidates) == [0, 1]
+    batch = next(iter(dm.test_dataloader()))
+    assert batch.answer.tolist() == [1] and batch.candidates.tolist() == [[True, True]]
 
 
 def test_training_permutation_is_a_consistent_seeded_relabelling(path):
@@ -159,6 +188,41 @@ def test_from_checkpoint_reuses_vocabulary_and_arguments(path, tmp_path):
     loaded = ClozeDataModule.from_checkpoint(tmp_path / "run.ckpt", path=other)
     assert loaded.vocab == dm.vocab and loaded.batch_size == 2
     assert str(loaded.path) == other
+
+
+def _manifest(folder: str, pipeline: str, cap: int | None) -> None:
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "spacy": {"name": pipeline, "version": "3.8.0"},
+        "options": {"labels": ["PERSON"], "lowercase": True, "max_context_tokens": cap},
+        "grouping": {"rules_version": 7},
+    }
+    (Path(folder) / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_checkpoint_read_on_data_preprocessed_otherwise_warns_naming_both(path, tmp_path):
+    _manifest(path, "en_core_web_sm", 2000)
+    dm = ClozeDataModule(path, num_entities=5)
+    checkpoint = {
+        "datamodule_hyper_parameters": dict(dm.hparams),
+        "ClozeDataModule": dm.state_dict(),
+    }
+    torch.save(checkpoint, tmp_path / "run.ckpt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same preprocessing: no warning
+        ClozeDataModule.from_checkpoint(tmp_path / "run.ckpt")
+    other = write_dataset(tmp_path / "other", {"train": TEST, "validation": TEST, "test": TEST})
+    _manifest(other, "en_core_web_lg", None)
+    expected = (
+        f"{other} was preprocessed with spaCy pipeline en_core_web_lg 3.8.0, max_context_tokens "
+        f"None, the training data of {tmp_path / 'run.ckpt'} with spaCy pipeline en_core_web_sm "
+        "3.8.0, max_context_tokens 2000: entities may be marked differently"
+    )
+    with pytest.warns(PreprocessingWarning) as caught:
+        loaded = ClozeDataModule.from_checkpoint(tmp_path / "run.ckpt", path=other)
+    assert [str(w.message) for w in caught] == [expected] and loaded.vocab == dm.vocab
+    with pytest.warns(PreprocessingWarning, match="en_core_web_lg 3.8.0"):  # through --ckpt_path
+        ClozeDataModule(other, checkpoint=str(tmp_path / "run.ckpt"))
 
 
 def test_missing_directory_is_a_clear_error(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.data import encoded
 from attentive_reader.data.datamodule import ClozeDataModule
+from attentive_reader.data.entity_block import stored_ids
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.errors import UserError
 from attentive_reader.markers import entity_index
@@ -54,7 +55,7 @@ def _folders(path: str) -> list[Path]:
 
 
 def test_cached_columns_equal_the_per_row_encoding(path):
-    dm = ClozeDataModule(path, max_words=3, entity_ids="first_occurrence")
+    dm = ClozeDataModule(path, max_words=3, num_entities=4, entity_ids="first_occurrence")
     train = dm.dataset("train")
     assert len(train) == 5 and train.lengths.tolist() == [6, 5, 4, 5, 4]
     for row, ex in zip(ROWS, train.examples):
@@ -178,6 +179,23 @@ def test_worker_processes_encode_the_same_ids(path, tmp_path, monkeypatch):
         assert np.array_equal(a.array(name), b.array(name)), name
 
 
+def test_markers_beyond_the_block_are_stored_by_number_and_read_fitted_into_it(path, tmp_path):
+    Vocabulary(["met", "."], num_entities=2).save(tmp_path / "vocab.json")
+    dm = ClozeDataModule(path, vocab=str(tmp_path / "vocab.json"))
+    test = dm.dataset("validation")  # ROWS[:2]; ROWS[1] names @entity2, beyond the block
+    vocab = dm.vocab
+    for i, row in enumerate(ROWS[:2]):
+        span = test.columns.span("context", "context_offsets", i)
+        assert span.tolist() == stored_ids(row.context, vocab).tolist()
+    # "@entity0 sued @entity2 . zurich": @entity2 has no id in a block of 2, so -1 - 2.
+    assert test.columns.span("context", "context_offsets", 1).tolist() == [3, 1, -3, 6, 1]
+    # Read, it is fitted by first occurrence: @entity0 stays 0, @entity2 becomes 1.
+    example = test.examples[1]
+    assert vocab.decode(example.context) == ["@entity0", "<unk>", "@entity1", ".", "<unk>"]
+    assert vocab.decode(example.query) == ["@placeholder", "<unk>", "@entity1"]
+    assert (example.answer, list(example.candidates)) == (0, [0, 1])
+
+
 def test_a_pickled_split_maps_the_files_instead_of_copying_them(path):
     split = ClozeDataModule(path, num_entities=8).dataset("train")
     split.examples[0]  # maps the arrays in this process
@@ -191,7 +209,7 @@ def test_a_pickled_split_maps_the_files_instead_of_copying_them(path):
     [
         (
             _example(7, "@entity0 met @entity1", "@placeholder met", "@entity9", ("@entity0",)),
-            r"\[train\] example ex7: @entity9 needs at least 10 entity ids",
+            r"\[train\] example ex7: the answer @entity9 is not among its candidates",
         ),
         (
             _example(7, "@entity0 met bob", "@placeholder met", "@entity0", ("@entity0", "bob")),

@@ -8,7 +8,8 @@ mode (seeded dropout and sampling) on one fixed batch. ``test_reference_readers.
 every variant with today's code and checks that the same init gives the same state dict, and
 that the stored state dict gives the same logits and loss, to the bit.
 
-Regenerate only when a change is *meant* to change the maths, and say so in the commit.
+Regenerate only when a change is *meant* to change the maths, and say so in the commit;
+``--missing`` adds a new config's variant and leaves the stored ones as they were.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import copy
 import gzip
 import io
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -131,24 +133,33 @@ def load() -> dict[str, dict[str, Any]]:
     return torch.load(io.BytesIO(gzip.decompress(FIXTURE.read_bytes())), weights_only=True)
 
 
-def main() -> None:
-    reference = {}
+def entry(class_name: str, init: dict[str, Any]) -> dict[str, Any]:
+    """One variant's stored record: its seeded init, rounded weights and outputs."""
+    reader = build(class_name, init)
+    initial = {key: value.clone() for key, value in reader.state_dict().items()}
+    round_to_half(reader)
+    state = reader.state_dict()
+    return {
+        "class": class_name,
+        "init": init,
+        # One flat tensor per reader keeps the file small (torch.save pads every tensor).
+        "keys": list(state),
+        "shapes": [list(value.shape) for value in state.values()],
+        "flat": torch.cat([value.detach().half().flatten() for value in state.values()]),
+        # The seeded init's sum per tensor: today's code must create the same parameters.
+        "initial_sums": torch.stack([value.double().sum() for value in initial.values()]),
+        **outputs(reader),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Write every variant; with ``--missing``, add only the variants not stored yet (a new
+    config), leaving the stored ones as they were made."""
+    missing = "--missing" in (sys.argv[1:] if argv is None else argv)
+    reference = load() if missing and FIXTURE.is_file() else {}
     for name, (class_name, init) in variants().items():
-        reader = build(class_name, init)
-        initial = {key: value.clone() for key, value in reader.state_dict().items()}
-        round_to_half(reader)
-        state = reader.state_dict()
-        reference[name] = {
-            "class": class_name,
-            "init": init,
-            # One flat tensor per reader keeps the file small (torch.save pads every tensor).
-            "keys": list(state),
-            "shapes": [list(value.shape) for value in state.values()],
-            "flat": torch.cat([value.detach().half().flatten() for value in state.values()]),
-            # The seeded init's sum per tensor: today's code must create the same parameters.
-            "initial_sums": torch.stack([value.double().sum() for value in initial.values()]),
-            **outputs(reader),
-        }
+        if name not in reference:
+            reference[name] = entry(class_name, init)
     FIXTURE.parent.mkdir(exist_ok=True)
     buffer = io.BytesIO()
     torch.save(reference, buffer)

@@ -5,6 +5,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.data.entity_block import UNANSWERABLE
 from attentive_reader.models import (
     AttentiveReader,
     ClozeReader,
@@ -12,6 +13,7 @@ from attentive_reader.models import (
     ImpatientReader,
     UniformReader,
 )
+from attentive_reader.models.base import answer_loss
 from tests.trainers import quiet_trainer
 
 from .batches import make_batch, random_batch
@@ -187,6 +189,22 @@ def test_lightning_loop_metrics_predict_and_checkpoint(tmp_path):
     restored = AttentiveReader.load_from_checkpoint(path).eval()
     with torch.no_grad():
         assert torch.equal(restored(val[0]).logits, reader(val[0]).logits)
+
+
+def test_answers_outside_the_block_add_no_loss_and_count_wrong():
+    logits = torch.tensor([[2.0, 0.0], [0.0, 3.0], [1.0, 0.0]])
+    answer = torch.tensor([0, UNANSWERABLE, 1])
+    expected = F.cross_entropy(logits[[0, 2]], answer[[0, 2]])
+    assert torch.equal(answer_loss(logits, answer), expected)
+    assert answer_loss(logits[1:2], answer[1:2]).item() == 0.0
+    # In a test loop: the reader predicts every answer, two of which it cannot give.
+    reader = AttentiveReader(vocab_size=VOCAB, num_entities=ENTITIES, **TINY).eval()
+    batch = random_batch(6, VOCAB, ENTITIES, seed=3)
+    with torch.no_grad():
+        batch.answer = reader(batch).logits.argmax(-1)
+    batch.answer[:2] = UNANSWERABLE
+    (result,) = quiet_trainer().test(reader, DataLoader([batch], batch_size=None), verbose=False)
+    assert result["test_acc"] == pytest.approx(4 / 6)
 
 
 def test_word_vectors_need_a_vocabulary(tmp_path):

@@ -145,15 +145,31 @@ def test_answer_many_refusals(client):
         assert words in response.json()["message"]
 
 
-def test_too_many_entities_is_refused_with_both_numbers(client, reader):
-    from attentive_reader.corpus.synthetic.words import CITIES
+def test_a_document_with_more_entities_than_the_block_is_answered_with_a_notice(reader):
+    """A reader of 3 entity ids (untrained: only what it is given to read matters here) reads
+    a document of 6 places: the block keeps the three named first, with their names."""
+    from starlette.testclient import TestClient
 
-    ids = reader.vocab.num_entities
-    document = " ".join(f"{city} grew." for city in CITIES[: ids + 3])
-    response = client.post("/api/answer", json={"document": document, "query": QUERY})
-    assert (response.status_code, response.json()["error"]) == (400, "too_many_entities")
-    assert f"has {ids + 3} entities" in response.json()["message"]
-    assert f"answers over {ids} entity ids" in response.json()["message"]
+    from attentive_reader.api import Reader
+    from attentive_reader.corpus.synthetic.words import CITIES
+    from attentive_reader.data.vocab import Vocabulary
+    from attentive_reader.models import AttentiveReader
+    from attentive_reader.serve.app import create_app
+
+    vocab = Vocabulary(reader.vocab.words, num_entities=3)
+    model = AttentiveReader(vocab_size=len(vocab), num_entities=3, embedding_dim=4, hidden_dim=4)
+    small = Reader(model, vocab, reader.nlp, reader.options)
+    document = " ".join(f"{city} grew." for city in CITIES[:6])
+    response = TestClient(create_app(small)).post(
+        "/api/answer", json={"document": document, "query": QUERY, "top": 10}
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert {c["name"] for c in body["candidates"]} == set(CITIES[:3])
+    assert body["notices"] == [
+        "the document has 6 entities, more than the reader's 3 entity ids: the 3 named least "
+        "often were read as unknown words and cannot be the answer"
+    ]
 
 
 class Broken:
