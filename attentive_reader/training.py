@@ -32,6 +32,7 @@ from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.run_lock import LockingTrainer
 from attentive_reader.upstream import on_subcommand_parser
+from attentive_reader.wall_clock import WallClock
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 # Lightning's special --ckpt_path values, which name no file.
@@ -156,12 +157,14 @@ def run_cli(argv: list[str]) -> ReaderCLI:
                 # The data module shards batches across ranks itself (BucketBatchSampler).
                 "use_distributed_sampler": False,
                 # Through the training loop on the CPU: freed memory kept (allocator.py),
-                # subnormal floats flushed to zero (denormals.py).
+                # subnormal floats flushed to zero (denormals.py); the run's wall time logged
+                # at each epoch's end (wall_clock.py).
                 "callbacks": [
                     RichProgressBar(),
                     VocabularyWriter(),
                     KeepFreedMemory(),
                     FlushDenormals(),
+                    WallClock(),
                 ],
             },
             # The resolved config is saved into the run's log directory (never ./config.yaml).

@@ -151,6 +151,22 @@ def _metrics(save_dir: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
+
+def test_fit_logs_its_wall_time_at_each_epoch_and_a_resume_goes_on_from_it(toy, run_dir):
+    logs = ["--trainer.logger", "CSVLogger", "--trainer.logger.save_dir"]
+    common = ["fit", "--config", str(BASE), *fit_args(toy)]
+    assert cli_main([*common, "--trainer.max_epochs", "2", *logs, "first"]) == 0
+    first = [float(r["train_wall_s"]) for r in _metrics(run_dir / "first") if r["train_wall_s"]]
+    assert len(first) == 2 and 0 < first[0] < first[1]
+    (last,) = (run_dir / "first").glob("**/last.ckpt")
+    callbacks = torch.load(last, weights_only=True)["callbacks"]
+    (state,) = [v for k, v in callbacks.items() if k.startswith("WallClock")]
+    assert state["elapsed"] >= first[1]
+    resume = ["--trainer.max_epochs", "3", "--ckpt_path", str(last), *logs, "resumed"]
+    assert cli_main([*common, *resume]) == 0
+    (third,) = [float(r["train_wall_s"]) for r in _metrics(run_dir / "resumed") if r["train_wall_s"]]
+    assert third > state["elapsed"]
+
 KILLER = '''
 import os, signal
 from pytorch_lightning.callbacks import Callback
