@@ -24,8 +24,10 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
+import datasets
 import torch
 from bench.report import cpu_model  # scripts/ is on sys.path when a script runs
 from benchmark_scale import CNN_TRAIN_QUESTIONS, CorpusShape, generate_corpus
@@ -88,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.examples < args.batch_size * (args.batches + args.warm_up):
         raise SystemExit("--examples must cover --warm-up + --batches batches of --batch-size")
     torch.set_num_threads(1)
+    datasets.disable_progress_bars()
+    # torch warns when the workers outnumber the cores: measuring that case is the point.
+    warnings.filterwarnings("ignore", message="This DataLoader will create")
     rounds: dict[int, list[dict]] = {w: [] for w in args.workers}
     with tempfile.TemporaryDirectory(prefix="loader-bench-") as folder:
         data = generate_corpus(Path(folder), args.examples, CorpusShape())

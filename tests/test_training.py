@@ -151,7 +151,6 @@ def _metrics(save_dir: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
-
 def test_fit_logs_its_wall_time_at_each_epoch_and_a_resume_goes_on_from_it(toy, run_dir):
     logs = ["--trainer.logger", "CSVLogger", "--trainer.logger.save_dir"]
     common = ["fit", "--config", str(BASE), *fit_args(toy)]
@@ -164,8 +163,11 @@ def test_fit_logs_its_wall_time_at_each_epoch_and_a_resume_goes_on_from_it(toy, 
     assert state["elapsed"] >= first[1]
     resume = ["--trainer.max_epochs", "3", "--ckpt_path", str(last), *logs, "resumed"]
     assert cli_main([*common, *resume]) == 0
-    (third,) = [float(r["train_wall_s"]) for r in _metrics(run_dir / "resumed") if r["train_wall_s"]]
+    (third,) = [
+        float(r["train_wall_s"]) for r in _metrics(run_dir / "resumed") if r["train_wall_s"]
+    ]
     assert third > state["elapsed"]
+
 
 KILLER = '''
 import os, signal

@@ -152,7 +152,6 @@ def test_training_batches_are_permuted_per_epoch(path):
     assert answers[0] != answers[1] or answers[1] != answers[2]
 
 
-
 def test_persistent_training_workers_give_each_epoch_the_main_process_batches(path):
     def epochs(num_workers: int) -> list[list[int]]:
         dm = ClozeDataModule(path, num_entities=50, batch_size=3, num_workers=num_workers)
@@ -182,6 +181,7 @@ def test_batches_are_pinned_for_a_cuda_trainer_or_when_asked(path):
         assert [loader.pin_memory for loader in loaders] == [pinned] * 3
     dm.pin_memory = False  # the caller's choice wins
     assert not dm.train_dataloader().pin_memory
+
 
 def test_truncation_is_recorded_and_keeps_candidates(path):
     dm = ClozeDataModule(path, num_entities=5, max_context_tokens=3, entity_ids="first_occurrence")
