@@ -27,10 +27,12 @@ from pytorch_lightning.utilities import rank_zero_only
 from attentive_reader.allocator import KeepFreedMemory
 from attentive_reader.checkpointing import ReaderCheckpoint
 from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
+from attentive_reader.denormals import FlushDenormals
 from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.run_lock import LockingTrainer
 from attentive_reader.upstream import on_subcommand_parser
+from attentive_reader.wall_clock import WallClock
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 # Lightning's special --ckpt_path values, which name no file.
@@ -154,8 +156,16 @@ def run_cli(argv: list[str]) -> ReaderCLI:
                 "default_root_dir": "runs",
                 # The data module shards batches across ranks itself (BucketBatchSampler).
                 "use_distributed_sampler": False,
-                # Freed memory kept through the training loop on the CPU (allocator.py).
-                "callbacks": [RichProgressBar(), VocabularyWriter(), KeepFreedMemory()],
+                # Through the training loop on the CPU: freed memory kept (allocator.py),
+                # subnormal floats flushed to zero (denormals.py); the run's wall time logged
+                # at each epoch's end (wall_clock.py).
+                "callbacks": [
+                    RichProgressBar(),
+                    VocabularyWriter(),
+                    KeepFreedMemory(),
+                    FlushDenormals(),
+                    WallClock(),
+                ],
             },
             # The resolved config is saved into the run's log directory (never ./config.yaml).
             save_config_kwargs={"overwrite": True},

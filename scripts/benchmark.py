@@ -9,8 +9,9 @@ shared: compare the ratios, which are taken within a round, more than the absolu
   directory, Lightning ``Trainer``), and of a plain reference loop written below: the same
   Attentive Reader math with the bilinear scorer (Chen et al. 2016), batches drawn at random
   and padded to their longest context, ``nn.LSTM`` over the padded batch, float32. One
-  round = one epoch of the same synthetic training set for every entry; the first batch of
-  each epoch is a warm-up and is not timed. ``vs reference``: the median over rounds of the
+  round = two epochs of the same synthetic training set for every entry: the first warms up
+  (every buffer reaches the size the longest batch needs), the second is timed whole, so
+  every round times the same batches. ``vs reference``: the median over rounds of the
   round's rate divided by the reference's rate in the same round. ``per CPU s`` and
   ``vs ref (CPU)``: the same with the process's CPU time instead of the wall time, which
   other load on a shared machine disturbs much less (with ``--threads 1`` it is the time
@@ -95,6 +96,7 @@ from bench.settings import FULL, PAPER_SIZES, QUICK, SECTIONS, WHERE, Settings  
 from bench.train import run_train  # noqa: E402
 
 from attentive_reader.allocator import ENVIRONMENT, freed_memory_kept  # noqa: E402
+from attentive_reader.denormals import denormals_flushed  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,8 +170,9 @@ def run_sections(
             data = write_dataset(Path(tmp), settings)
             vocab = Path(tmp) / "vocab.json"
         if "train" in sections:
-            # Training steps run as in attentive-reader fit: freed memory kept (allocator.py).
-            with freed_memory_kept(allocator_environ) as allocator:
+            # Training steps run as in attentive-reader fit: freed memory kept (allocator.py),
+            # subnormal floats flushed to zero (denormals.py).
+            with freed_memory_kept(allocator_environ) as allocator, denormals_flushed():
                 result["train_allocator"] = asdict(allocator)
                 result["train"] = run_train(settings, data, vocab, args.threads, say, args.entries)
         if "encoder" in sections:
@@ -177,7 +180,7 @@ def run_sections(
         if "eval" in sections:
             result["eval"] = run_eval(settings, data, vocab, say)
         if "answer" in sections:
-            with freed_memory_kept(allocator_environ):
+            with freed_memory_kept(allocator_environ), denormals_flushed():
                 result["answer"] = bs.run_answer(
                     data, vocab, settings, settings.rounds, WHERE.device, say
                 )

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from bench.settings import DEEP_LSTM_SHIPPED
 
 CHILD_BATCHES = 200
 CNN_TRAIN_QUESTIONS = 380_298
@@ -378,7 +379,7 @@ if __name__ == "__main__":
 
 @dataclass(frozen=True)
 class Target:
-    """One target of issue 15 and what this run measured (``met`` None: not measured)."""
+    """One target (issues 15 and 39) and what this run measured (``met`` None: no target)."""
 
     name: str
     target: str
@@ -455,29 +456,23 @@ def targets(result: dict) -> list[Target]:
             )
     train = result.get("train")
     if train:
-        comparisons = [
-            (
-                f"Attentive (bilinear), {p}",
-                f"Impatient, {p}",
-                f"Impatient / Attentive examples/s, {p}",
-                ">= 0.6x",
-            )
-            for p in ("fp32", "bf16-mixed")
-        ]
-        comparisons.append(
-            (
-                "Attentive (additive, paper), fp32",
-                "Impatient, fp32",
-                "Impatient / Attentive (additive, its own scorer) examples/s, fp32",
-                "for comparison",
-            )
-        )
-        for attentive_name, impatient_name, label, wanted in comparisons:
-            attentive, impatient = train.get(attentive_name), train.get(impatient_name)
-            if attentive and impatient:
-                ratio = impatient["ratio_vs_reference"] / attentive["ratio_vs_reference"]
-                met = ratio >= 0.6 if wanted == ">= 0.6x" else None
-                rows.append(Target(label, wanted, f"{ratio:.2f}x", met))
+        for attentive_name, other_name, label, wanted in TRAIN_COMPARISONS:
+            attentive, other = train.get(attentive_name), train.get(other_name)
+            if attentive and other:
+                wall = _round_ratio(other["examples_per_second"], attentive["examples_per_second"])
+                cpu = _round_ratio(
+                    other["examples_per_cpu_second"], attentive["examples_per_cpu_second"]
+                )
+                measured = f"{wall:.2f}x (per CPU second {cpu:.2f}x)"
+                met = None if wanted is None else wall >= wanted
+                rows.append(
+                    Target(
+                        label,
+                        "for comparison" if wanted is None else f">= {wanted}x",
+                        measured,
+                        met,
+                    )
+                )
         attentive = train.get("Attentive (bilinear), fp32")
         if attentive:
             rows.append(
@@ -511,6 +506,23 @@ def targets(result: dict) -> list[Target]:
                     )
                 )
     return rows
+
+
+# (Attentive entry, other entry, target's name, the least ratio wanted or None): issue 15's
+# Impatient target and issue 39's Gated-Attention and Deep LSTM targets.
+TRAIN_COMPARISONS: list[tuple[str, str, str, float | None]] = [
+    ("Attentive (bilinear), fp32", "Impatient, fp32", "Impatient / Attentive examples/s, fp32", 0.6),
+    ("Attentive (bilinear), bf16-mixed", "Impatient, bf16-mixed", "Impatient / Attentive examples/s, bf16-mixed", 0.6),
+    ("Attentive (additive, paper), fp32", "Impatient, fp32", "Impatient / Attentive (additive, its own scorer) examples/s, fp32", None),
+    ("Attentive (bilinear), fp32", "Gated-Attention (K=3), fp32", "Gated-Attention / Attentive examples/s, fp32", 0.35),
+    ("Attentive (bilinear), bf16-mixed", "Gated-Attention (K=3), bf16-mixed", "Gated-Attention / Attentive examples/s, bf16-mixed", None),
+    ("Attentive (bilinear), fp32", DEEP_LSTM_SHIPPED, "Deep LSTM (shipped config) / Attentive examples/s, fp32", 0.2),
+]  # fmt: skip
+
+
+def _round_ratio(rates: list[float], references: list[float]) -> float:
+    """The median over rounds of each round's ratio (both measured in the same round)."""
+    return statistics.median(r / ref for r, ref in zip(rates, references))
 
 
 def _duration(seconds: float) -> str:
@@ -569,7 +581,9 @@ def print_tables(console, result: dict) -> None:
         console.print(table)
     rows = targets(result)
     if rows:
-        table = Table(title=f"Issue 15 targets ({result.get('cpu_model')}, {result.get('device')})")
+        table = Table(
+            title=f"Targets of issues 15 and 39 ({result.get('cpu_model')}, {result.get('device')})"
+        )
         for column in ("target", "wanted", "measured", "met"):
             table.add_column(column, justify="left")
         for row in rows:

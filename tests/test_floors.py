@@ -28,6 +28,7 @@ FLOORS: dict[str, int] = {
     "locking": 0,
     "run_lock": 0,
     "allocator": 0,
+    "denormals": 0,
     "version": 0,
     "upstream": 0,
     "markers": 0,

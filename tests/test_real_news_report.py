@@ -53,11 +53,16 @@ def test_resumed_versions_are_joined_and_the_best_epoch_named(tmp_path, monkeypa
     out = tmp_path / "curves.json"
     assert _main(monkeypatch, str(runs), "--data", data, "--output", str(out)) == 0
     printed = capsys.readouterr().out
-    assert "| a | 0.500 | 0.625 | 0.600 | 0.625 (epoch 2) |" in printed
-    assert "| b | 0.250 |  |  | 0.250 (epoch 1) |" in printed
+    # No wall time logged (runs from before train_wall_s): no minutes.
+    assert "| a | 0.500 | 0.625 | 0.600 | 0.625 (epoch 2) | - | - |" in printed
+    assert "| b | 0.250 |  |  | 0.250 (epoch 1) | - | - |" in printed
     assert "| c |" not in printed
     figures = json.loads(out.read_text())
-    assert figures["runs"]["a"] == {"val_acc": [0.5, 0.625, 0.6], "train_loss": [2.0, 1.0, 0.5]}
+    assert figures["runs"]["a"] == {
+        "val_acc": [0.5, 0.625, 0.6],
+        "train_loss": [2.0, 1.0, 0.5],
+        "wall_s": [],
+    }
     # The answer @entity0 occurs once; @entity1 twice: maximum frequency is wrong.
     assert figures["baselines"]["maximum_frequency"] == 0.0
     assert "| maximum frequency (baseline) | 0.000 |" in printed
@@ -67,3 +72,19 @@ def test_a_folder_without_validated_runs_says_so(tmp_path, monkeypatch):
     _metrics(tmp_path / "runs/c/version_0/metrics.csv", [(0, None, None)])
     with pytest.raises(SystemExit, match="no run has validated an epoch yet"):
         _main(monkeypatch, str(tmp_path / "runs"), "--data", str(tmp_path))
+
+
+def test_minutes_per_epoch_and_to_the_best_from_the_logged_wall_time(tmp_path, monkeypatch, capsys):
+    # Three epochs ending at 6, 18 and 24 minutes (a resume between the second and third):
+    # epochs of 6, 12 and 6 minutes (median 6); the best is the second, 18 minutes in.
+    runs = tmp_path / "runs"
+    for version, rows in enumerate([[(0, 0.5, 360), (1, 0.7, 1080)], [(2, 0.6, 1440)]]):
+        path = runs / f"a/version_{version}/metrics.csv"
+        path.parent.mkdir(parents=True)
+        lines = ["epoch,step,train_loss_epoch,train_wall_s,val_acc"]
+        lines += [f"{e},{e * 10 + 9},{1.0},{wall},{acc}" for e, acc, wall in rows]
+        path.write_text("\n".join(lines) + "\n")
+    example = cloze_example("ex0", "s0")
+    data = write_dataset(tmp_path / "data", {"train": [example], "validation": [example]})
+    assert _main(monkeypatch, str(runs), "--data", data) == 0
+    assert "| a | 0.500 | 0.700 | 0.600 | 0.700 (epoch 2) | 6.0 | 18.0 |" in capsys.readouterr().out

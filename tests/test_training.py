@@ -151,6 +151,24 @@ def _metrics(save_dir: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
+def test_fit_logs_its_wall_time_at_each_epoch_and_a_resume_goes_on_from_it(toy, run_dir):
+    logs = ["--trainer.logger", "CSVLogger", "--trainer.logger.save_dir"]
+    common = ["fit", "--config", str(BASE), *fit_args(toy)]
+    assert cli_main([*common, "--trainer.max_epochs", "2", *logs, "first"]) == 0
+    first = [float(r["train_wall_s"]) for r in _metrics(run_dir / "first") if r["train_wall_s"]]
+    assert len(first) == 2 and 0 < first[0] < first[1]
+    (last,) = (run_dir / "first").glob("**/last.ckpt")
+    callbacks = torch.load(last, weights_only=True)["callbacks"]
+    (state,) = [v for k, v in callbacks.items() if k.startswith("WallClock")]
+    assert state["elapsed"] >= first[1]
+    resume = ["--trainer.max_epochs", "3", "--ckpt_path", str(last), *logs, "resumed"]
+    assert cli_main([*common, *resume]) == 0
+    (third,) = [
+        float(r["train_wall_s"]) for r in _metrics(run_dir / "resumed") if r["train_wall_s"]
+    ]
+    assert third > state["elapsed"]
+
+
 KILLER = '''
 import os, signal
 from pytorch_lightning.callbacks import Callback
@@ -226,21 +244,25 @@ def test_bf16_mixed_precision_runs_on_cpu(toy, run_dir):
     assert torch.isfinite(trainer.callback_metrics["train_loss_step"])
 
 
-def test_fit_keeps_freed_memory_in_its_training_loop_only(toy, run_dir, monkeypatch):
-    from attentive_reader import allocator
+def test_fit_keeps_freed_memory_and_flushes_subnormals_in_its_training_loop_only(
+    toy, run_dir, monkeypatch
+):
+    from attentive_reader import allocator, denormals
     from attentive_reader.training import run_cli
 
     monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
-    seen: list[bool] = []
+    monkeypatch.delenv(denormals.ENVIRONMENT, raising=False)
+    seen: list[tuple[bool, bool]] = []
     monkeypatch.setattr(
         AttentiveReader,
         "on_train_batch_start",
-        lambda self, batch, batch_idx: seen.append(allocator.kept()),
+        lambda self, batch, batch_idx: seen.append((allocator.kept(), denormals.flushed())),
     )
     cli = run_cli(["fit", "--config", str(BASE), *fit_args(toy), "--trainer.fast_dev_run", "true"])
-    callbacks = [c for c in cli.trainer.callbacks if isinstance(c, allocator.KeepFreedMemory)]
-    assert len(callbacks) == 1 and seen == [allocator.GLIBC_SUPPORTED]
-    assert not allocator.kept()  # given back when fit ended
+    for kind in (allocator.KeepFreedMemory, denormals.FlushDenormals):
+        assert len([c for c in cli.trainer.callbacks if isinstance(c, kind)]) == 1
+    assert seen == [(allocator.GLIBC_SUPPORTED, torch.set_flush_denormal(False))]
+    assert not allocator.kept() and not denormals.flushed()  # given back when fit ended
 
 
 def test_unknown_subcommand_and_missing_data_are_clear_errors(run_dir, capsys):

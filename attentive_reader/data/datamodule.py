@@ -173,6 +173,7 @@ class ClozeDataModule(pl.LightningDataModule):
         self.max_context_tokens = max_context_tokens
         self.pool_size = pool_size
         self.num_workers = num_workers
+        self.pin_memory: bool | None = None  # None: when the trainer runs on CUDA
         self.num_proc = num_proc
         self.seed = seed
         self.predict_split = predict_split
@@ -387,6 +388,7 @@ class ClozeDataModule(pl.LightningDataModule):
             shuffle=False,
             collate_fn=self._collate,
             num_workers=self.num_workers,
+            pin_memory=self._pins_memory(),
         )
 
     def state_dict(self) -> dict[str, Any]:
@@ -474,7 +476,17 @@ class ClozeDataModule(pl.LightningDataModule):
             batch_sampler=sampler,
             collate_fn=self._collate,
             num_workers=self.num_workers,
+            pin_memory=self._pins_memory(),
+            # Training workers live from epoch to epoch instead of starting again for each.
+            persistent_workers=shuffle and self.num_workers > 0,
         )
+
+    def _pins_memory(self) -> bool:
+        """Batches go to page-locked memory (a faster, asynchronous copy to the GPU) when
+        ``pin_memory`` says so, or by default when the trainer runs on a CUDA device."""
+        if self.pin_memory is not None:
+            return self.pin_memory
+        return self._trainer is not None and self.trainer.strategy.root_device.type == "cuda"
 
     def _current_epoch(self) -> int:
         return self.trainer.current_epoch if self._trainer is not None else 0

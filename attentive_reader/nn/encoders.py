@@ -7,7 +7,7 @@ per direction.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -17,10 +17,11 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attentive_reader.checks import check_positive
+from attentive_reader.nn.gru import packed_gru
 
 RnnName = Literal["lstm", "gru"]
-RnnPath = Literal["auto", "padded", "packed"]
-RNN_PATHS: tuple[str, ...] = ("auto", "padded", "packed")
+RnnPath = Literal["auto", "padded", "packed", "fused"]
+RNN_PATHS: tuple[str, ...] = ("auto", "padded", "packed", "fused")
 
 
 class SequenceEncoder(nn.Module):
@@ -44,6 +45,12 @@ class SequenceEncoder(nn.Module):
     runs padded everywhere else. Both paths compute the same function with the same
     parameters; ``path`` forces one (the tests compare them on the CPU).
 
+    A GRU has no fused kernel on the CPU (oneDNN's serve only the LSTM): torch runs it step by
+    step, and autograd records every step's operations. There, when gradients are recorded,
+    ``path="auto"`` trains a GRU through ``nn/gru.py`` (``fused``: the packed rows of the real
+    tokens, the backward written out; in float32 under autocast); evaluation keeps torch's
+    kernel.
+
     Args:
         input_dim: size ``d`` of each input vector.
         hidden_dim: size ``h`` of the hidden state of each direction.
@@ -51,7 +58,8 @@ class SequenceEncoder(nn.Module):
         rnn: ``lstm`` or ``gru``.
         dropout: dropout between stacked layers (ignored with one layer).
         bidirectional: read in both directions (outputs ``2h``) or forwards only (``h``).
-        path: ``auto`` (packed on CUDA, padded elsewhere), ``padded`` or ``packed``.
+        path: ``auto`` (packed on CUDA; on the CPU, fused for a GRU being trained, else
+            padded), ``padded``, ``packed`` or ``fused`` (GRU only).
     """
 
     def __init__(
@@ -72,7 +80,10 @@ class SequenceEncoder(nn.Module):
             raise ValueError(f"rnn must be 'lstm' or 'gru', got {rnn!r}")
         if path not in RNN_PATHS:
             raise ValueError(f"path must be one of {', '.join(RNN_PATHS)}, got {path!r}")
+        if path == "fused" and rnn != "gru":
+            raise ValueError("path='fused' is the GRU's (an LSTM has oneDNN's fused kernels)")
         self.path = path
+        self.rnn = rnn
         cell = nn.LSTM if rnn == "lstm" else nn.GRU
         directions = 2 if bidirectional else 1
         # layers[k][0] reads forwards, layers[k][1] (bidirectional) reads backwards. Built in
@@ -108,22 +119,12 @@ class SequenceEncoder(nn.Module):
             with torch.autocast("cpu", enabled=False):
                 return self.forward(inputs.float(), mask)
         lengths = mask.sum(dim=1)  # (b,)
-        keep = mask.unsqueeze(-1)  # (b, n, 1)
-        reverse = _reverse_index(lengths, inputs.shape[1]).unsqueeze(-1)  # (b, n, 1)
-        packed = self.path == "packed" or (self.path == "auto" and inputs.is_cuda)
-        run = functools.partial(_run_packed, lengths=lengths) if packed else _run_padded
+        read = self._layer_reader(inputs, mask, lengths)
         states = inputs
         for k, directions in enumerate(self.layers):
             if k > 0:
                 states = F.dropout(states, self.dropout, self.training)
-            forward_states = run(directions[0], states)  # (b, n, h)
-            outputs = [forward_states]
-            if self.bidirectional:
-                flipped = _gather_time(states, reverse)  # (b, n, d'): each sequence reversed
-                backward_states = run(directions[1], flipped)  # (b, n, h)
-                outputs.append(_gather_time(backward_states, reverse))  # back in token order
-            states = torch.cat(outputs, dim=-1) if self.bidirectional else forward_states
-            states = torch.where(keep, states, 0.0)  # (b, n, o)
+            states = read(directions, states)  # (b, n, o), 0 on padding
         h = self.hidden_dim
         last = (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(-1, 1, h)  # (b, 1, h)
         final = torch.gather(states[..., :h], 1, last).squeeze(1)  # (b, h) last forward
@@ -131,6 +132,65 @@ class SequenceEncoder(nn.Module):
             final = torch.cat([final, states[:, 0, h:]], dim=-1)  # (b, 2h) + first backward
         final = torch.where((lengths > 0).unsqueeze(-1), final, 0.0)  # (b, o)
         return states, final
+
+    def _layer_reader(
+        self, inputs: Tensor, mask: Tensor, lengths: Tensor
+    ) -> Callable[[nn.ModuleList, Tensor], Tensor]:
+        """How each layer reads its input (b, n, d') into states (b, n, o), 0 on padding."""
+        if self._fused(inputs):
+            reverse = (False, True) if self.bidirectional else (False,)
+            return functools.partial(_read_fused, lengths=lengths, reverse=reverse)
+        packed = self.path == "packed" or (self.path == "auto" and inputs.is_cuda)
+        return functools.partial(
+            _read_layer,
+            run=functools.partial(_run_packed, lengths=lengths) if packed else _run_padded,
+            keep=mask.unsqueeze(-1),  # (b, n, 1)
+            reverse=_reverse_index(lengths, inputs.shape[1]).unsqueeze(-1),  # (b, n, 1)
+        )
+
+    def _fused(self, inputs: Tensor) -> bool:
+        """Whether the layers run through ``nn/gru.py`` (``path``, and ``auto``'s choice)."""
+        if self.path != "auto":
+            return self.path == "fused"
+        # Under autocast it computes in float32: torch's GRU there casts every step's product.
+        exact = inputs.dtype in (torch.float32, torch.float64)
+        autocast = torch.is_autocast_enabled(inputs.device.type)
+        return (
+            self.rnn == "gru"
+            and not inputs.is_cuda
+            and torch.is_grad_enabled()
+            and (exact or autocast)
+        )
+
+
+def _read_layer(
+    directions: nn.ModuleList,
+    states: Tensor,
+    run: Callable[[nn.RNNBase, Tensor], Tensor],
+    keep: Tensor,
+    reverse: Tensor,
+) -> Tensor:
+    """One layer through torch's kernels: the backward direction reads each sequence reversed
+    within its length (``reverse`` (b, n, 1)); (b, n, d') -> (b, n, o), 0 where ``keep`` is
+    False."""
+    outputs = [run(directions[0], states)]  # (b, n, h)
+    if len(directions) == 2:
+        flipped = _gather_time(states, reverse)  # (b, n, d'): each sequence reversed
+        backward_states = run(directions[1], flipped)  # (b, n, h)
+        outputs.append(_gather_time(backward_states, reverse))  # back in token order
+    states = torch.cat(outputs, dim=-1) if len(outputs) == 2 else outputs[0]  # (b, n, o)
+    return torch.where(keep, states, 0.0)
+
+
+def _read_fused(
+    directions: nn.ModuleList, states: Tensor, lengths: Tensor, reverse: tuple[bool, ...]
+) -> Tensor:
+    """One GRU layer through ``packed_gru``, outside any autocast (it computes in float32 or
+    float64): (b, n, d') -> (b, n, o), 0 on padding."""
+    if torch.is_autocast_enabled(states.device.type):
+        with torch.autocast(states.device.type, enabled=False):
+            return packed_gru(states.float(), lengths, list(directions), reverse)
+    return packed_gru(states, lengths, list(directions), reverse)
 
 
 def _run_padded(cell: nn.RNNBase, inputs: Tensor) -> Tensor:

@@ -10,8 +10,10 @@ as a few separate (b, n, a) tensors, each freshly allocated, and adds the steps'
 ``P`` and ``y_d`` one step at a time. This function does the same maths with the memory
 passes it needs and no more:
 
-- the forward writes every step's ``H(i)`` into one workspace and turns it in place into
-  ``H(1 - H)`` during the backward;
+- the forward writes every step's ``H(i)`` into one workspace, kept for the backward;
+- a step's (k, n, a) values are visited in blocks of about 1 MiB that stay in the core's
+  cache: each pass after the first (the forward's sigmoid and product with ``2w``, the
+  backward's ``H(1 - H)`` and its sums) reads the block from the cache, not from memory;
 - the steps' gradients of ``P`` are summed before the factor ``2w``: ``dP = 2w * sum_i g(i)
   H(i)(1 - H(i))``;
 - the steps' gradients of ``y_d`` through the reads ``s(i)^T y_d`` become one product
@@ -27,6 +29,7 @@ It is used for training in float32/float64 (``ImpatientReader.read_steps``); eva
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -134,7 +137,6 @@ class AdditiveSteps(torch.autograd.Function):
         scores = keys.new_zeros((b, m, n))
         weights = keys.new_zeros((b, m, n))
         reads[0] = initial
-        scratch = keys.new_empty(keys.numel())  # for h * vector
         offset = 0
         for i, k in enumerate(active):
             reads[i + 1] = reads[i]
@@ -144,11 +146,7 @@ class AdditiveSteps(torch.autograd.Function):
             u = torch.cat([r, queries[:k, i]], dim=-1) @ query_weight.t()  # (k, a)
             h = hidden[offset : offset + k * n * a].view(k, n, a)
             offset += k * n * a
-            torch.add(keys[:k], u.unsqueeze(1), out=h).sigmoid_()  # (k, n, a)
-            # h @ vector as a product and a sum: both use every thread (a matrix-vector
-            # product runs on one).
-            z = torch.mul(h, vector, out=scratch[: k * n * a].view(k, n, a)).sum(-1)
-            z = z.sub_(shift)  # (k, n)
+            z = _step_scores(keys[:k], u, h, vector).sub_(shift)  # (k, n)
             s = masked_softmax(z, context_mask[:k])  # (k, n)
             t = torch.tanh(r @ recurrent_weight.t())  # (k, d)
             reads[i + 1, :k] = torch.bmm(s.unsqueeze(1), states[:k]).squeeze(1).add_(t)
@@ -165,12 +163,6 @@ class AdditiveSteps(torch.autograd.Function):
     def backward(  # type: ignore[override]
         ctx: Any, d_read: Tensor, d_weights: Tensor, d_scores: Tensor
     ) -> tuple[Tensor | None, ...]:
-        if getattr(ctx, "consumed", False):
-            raise RuntimeError(
-                "AdditiveSteps' backward ran twice on one graph: it reuses its saved "
-                "activations in place, so retain_graph=True is not supported through it"
-            )
-        ctx.consumed = True
         (
             hidden, reads, recurrent, weights, states, queries,
             query_weight, vector, recurrent_weight,
@@ -187,6 +179,7 @@ class AdditiveSteps(torch.autograd.Function):
         d_recurrent_weight = torch.zeros_like(recurrent_weight)
         d_shift = hidden.new_zeros(())
         offset = hidden.numel()
+        scratch = hidden.new_empty(BLOCK)  # H(1 - H), block by block
         for i in reversed(range(len(active))):
             k = active[i]
             if k == 0:
@@ -206,11 +199,10 @@ class AdditiveSteps(torch.autograd.Function):
             dr[:k] += d_pre @ recurrent_weight
             offset -= k * n * a
             h = hidden[offset : offset + k * n * a].view(k, n, a)
-            d_vector += torch.bmm(g.unsqueeze(1), h).sum((0, 1))  # (a,): sum_{k,n} g H
+            read_h, read_slope = _step_sums(h, g, summed[:k], scratch)  # (k, a), (k, a)
+            d_vector += read_h.sum(0)  # (a,): sum_{k,n} g H
             d_shift -= g.sum()
-            slope = h.addcmul_(h, h, value=-1.0)  # H(1 - H), in place: (k, n, a)
-            du = torch.bmm(g.unsqueeze(1), slope).squeeze(1) * vector  # (k, a)
-            summed[:k].addcmul_(slope, g.unsqueeze(-1))
+            du = read_slope * vector  # (k, a)
             step_query = torch.cat([r, queries[:k, i]], dim=-1)  # (k, 2d)
             d_query_weight += du.t() @ step_query
             d_step_query = du @ query_weight  # (k, 2d)
@@ -222,3 +214,63 @@ class AdditiveSteps(torch.autograd.Function):
             d_keys, d_states, d_queries, dr, d_query_weight, d_vector, d_shift,
             d_recurrent_weight, None, None, None,
         )  # fmt: skip
+
+
+# Floats in a block of the steps' (k, n, a) work: 1 MiB, so that the passes over a block after
+# the first read it from the core's cache instead of memory.
+BLOCK = 1 << 18
+
+
+def _blocks(k: int, n: int, a: int) -> Iterator[tuple[slice, slice]]:
+    """(rows, tokens) blocks of a (k, n, a) tensor of about ``BLOCK`` floats each: whole
+    rows when a row fits, else pieces of one row."""
+    if n * a <= BLOCK:
+        rows = max(1, BLOCK // (n * a))
+        for start in range(0, k, rows):
+            yield slice(start, min(start + rows, k)), slice(0, n)
+        return
+    tokens = max(1, BLOCK // a)
+    for row in range(k):
+        for start in range(0, n, tokens):
+            yield slice(row, row + 1), slice(start, min(start + tokens, n))
+
+
+def _step_scores(keys: Tensor, u: Tensor, hidden: Tensor, vector: Tensor) -> Tensor:
+    """``H = sigmoid(keys + u)`` into ``hidden`` (k, n, a) and ``H @ vector`` (k, n), block by
+    block.
+
+    Args:
+        keys: ``P`` of the active rows (k, n, a); u: their step query (k, a).
+        hidden: where ``H`` goes (k, n, a).
+        vector: ``2w`` (a,).
+    """
+    k, n, a = hidden.shape
+    scores = keys.new_empty(k, n)
+    for rows, tokens in _blocks(k, n, a):
+        h = hidden[rows, tokens]  # (r, t, a)
+        torch.add(keys[rows, tokens], u[rows].unsqueeze(1), out=h).sigmoid_()
+        scores[rows, tokens] = h @ vector  # (r, t)
+    return scores
+
+
+def _step_sums(hidden: Tensor, g: Tensor, summed: Tensor, scratch: Tensor) -> tuple[Tensor, Tensor]:
+    """One step's sums over the tokens, block by block: ``sum_t g H`` and
+    ``sum_t g H(1 - H)`` (k, a) each; ``g H(1 - H)`` is added to ``summed`` (k, n, a).
+
+    Args:
+        hidden: ``H`` of the step (k, n, a).
+        g: the gradient of the step's scores (k, n).
+        summed: the sum over the later steps (k, n, a), added to in place.
+        scratch: at least ``BLOCK`` floats.
+    """
+    k, n, a = hidden.shape
+    read_h = hidden.new_zeros(k, 1, a)
+    read_slope = hidden.new_zeros(k, 1, a)
+    for rows, tokens in _blocks(k, n, a):
+        h = hidden[rows, tokens]  # (r, t, a)
+        weights = g[rows, tokens].unsqueeze(1)  # (r, 1, t)
+        read_h[rows].baddbmm_(weights, h)
+        slope = torch.addcmul(h, h, h, value=-1.0, out=scratch[: h.numel()].view(h.shape))
+        read_slope[rows].baddbmm_(weights, slope)
+        summed[rows, tokens].addcmul_(slope, weights.transpose(1, 2))
+    return read_h.squeeze(1), read_slope.squeeze(1)

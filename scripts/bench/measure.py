@@ -84,40 +84,44 @@ def timer_callback():
     from pytorch_lightning.callbacks import Callback
 
     class StepTimer(Callback):
-        """Timestamps of each training batch; the first batch is the warm-up."""
+        """Timestamps of each training batch of the last epoch; the epochs before it are the
+        warm-up."""
 
         def __init__(self) -> None:
+            self.epochs: list[int] = []
             self.starts: list[float] = []
             self.ends: list[float] = []
-            self.cpu_end = 0.0
-            self.cpu_first = 0.0
+            self.cpu_starts: list[float] = []
+            self.cpu_ends: list[float] = []
             self.examples: list[int] = []
             self.tokens: list[int] = []
             self.padded: list[int] = []
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
             sync()
+            self.epochs.append(trainer.current_epoch)
             self.starts.append(time.perf_counter())
+            self.cpu_starts.append(time.process_time())
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
             sync()
             self.ends.append(time.perf_counter())
-            self.cpu_end = time.process_time()
-            if batch_idx == 0:
-                self.cpu_first = self.cpu_end
+            self.cpu_ends.append(time.process_time())
             self.examples.append(len(batch))
             self.tokens.append(int(batch.context_mask.sum()))
             self.padded.append(batch.context_mask.numel())
 
         def timed(self) -> Timed:
-            waits = [start - end for start, end in zip(self.starts[1:], self.ends[:-1])]
+            last = [i for i, epoch in enumerate(self.epochs) if epoch == self.epochs[-1]]
+            first, end = last[0], last[-1]
+            waits = [self.starts[i + 1] - self.ends[i] for i in last[:-1]]
             return Timed(
-                self.ends[-1] - self.ends[0],
-                self.cpu_end - self.cpu_first,
-                sum(self.examples[1:]),
-                sum(self.tokens[1:]),
+                self.ends[end] - self.starts[first],
+                self.cpu_ends[end] - self.cpu_starts[first],
+                sum(self.examples[i] for i in last),
+                sum(self.tokens[i] for i in last),
                 data_seconds=sum(waits),
-                padded_tokens=sum(self.padded[1:]),
+                padded_tokens=sum(self.padded[i] for i in last),
             )
 
     return StepTimer()

@@ -13,6 +13,8 @@ CNN_MEAN_CONTEXT = 761.8
 CNN_TEST_SIZE = 3198
 DENSE = "Dense limit (reference maths, equal-length unpadded), fp32"
 REFERENCE = "Reference (plain loop), fp32"
+# The Deep LSTM Reader at configs/deep_lstm_reader.yaml's sizes (the targets table reads it).
+DEEP_LSTM_SHIPPED = "Deep LSTM (shipped config: 2 x 256, query first), fp32"
 
 
 @dataclass
@@ -34,7 +36,7 @@ class Settings:
     embedding_dim: int = 100
     hidden_dim: int = 128
     batch_size: int = 32
-    train_batches: int = 6  # one epoch; the first batch is a warm-up
+    train_batches: int = 6  # an epoch: one to warm up, one timed
     rounds: int = 3
     mean_context: float = CNN_MEAN_CONTEXT
     max_context: int = 2000

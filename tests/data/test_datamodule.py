@@ -152,6 +152,37 @@ def test_training_batches_are_permuted_per_epoch(path):
     assert answers[0] != answers[1] or answers[1] != answers[2]
 
 
+def test_persistent_training_workers_give_each_epoch_the_main_process_batches(path):
+    def epochs(num_workers: int) -> list[list[int]]:
+        dm = ClozeDataModule(path, num_entities=50, batch_size=3, num_workers=num_workers)
+        dm.setup("fit")
+        loader = dm.train_dataloader()
+        assert loader.persistent_workers == (num_workers > 0)
+        answers = []
+        for epoch in range(3):  # one loader over the epochs, as the Trainer keeps it
+            loader.batch_sampler.epoch_fn = lambda epoch=epoch: epoch
+            (batch,) = list(loader)
+            answers.append(batch.answer[np.argsort(batch.ids)].tolist())
+        return answers
+
+    assert epochs(1) == epochs(0)
+
+
+def test_batches_are_pinned_for_a_cuda_trainer_or_when_asked(path):
+    from types import SimpleNamespace
+
+    dm = ClozeDataModule(path, num_entities=50, batch_size=3)
+    dm.setup("fit")
+    assert not dm.train_dataloader().pin_memory  # no trainer: nothing to copy to
+    for device, pinned in (("cpu", False), ("cuda", True)):
+        strategy = SimpleNamespace(root_device=torch.device(device))
+        dm.trainer = SimpleNamespace(strategy=strategy, world_size=1, global_rank=0)
+        loaders = (dm.train_dataloader(), dm.val_dataloader(), dm.predict_dataloader())
+        assert [loader.pin_memory for loader in loaders] == [pinned] * 3
+    dm.pin_memory = False  # the caller's choice wins
+    assert not dm.train_dataloader().pin_memory
+
+
 def test_truncation_is_recorded_and_keeps_candidates(path):
     dm = ClozeDataModule(path, num_entities=5, max_context_tokens=3, entity_ids="first_occurrence")
     dm.setup("fit")

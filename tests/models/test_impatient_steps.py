@@ -7,6 +7,7 @@ import torch
 from torch.nn import functional as F
 
 from attentive_reader.models import ImpatientReader
+from attentive_reader.nn import impatient_steps
 from attentive_reader.nn.impatient_steps import AdditiveSteps
 from tests.models.batches import alone, random_batch
 
@@ -84,12 +85,29 @@ def test_evaluation_and_autocast_take_the_step_by_step_path():
         assert reader(batch).logits.isfinite().all()
 
 
-def test_a_second_backward_through_the_fused_steps_is_refused():
+def test_a_second_backward_through_the_fused_steps_gives_the_same_gradients():
     reader, batch = _reader("tied"), _batch()
     loss = reader(batch).logits.logsumexp(-1).sum()
-    loss.backward(retain_graph=True)
-    with pytest.raises(RuntimeError, match="retain_graph=True is not supported"):
-        loss.backward()
+    loss.backward(retain_graph=True)  # the saved activations are read, never overwritten
+    first = {name: p.grad.clone() for name, p in reader.named_parameters() if p.grad is not None}
+    reader.zero_grad()
+    loss.backward()
+    for name, p in reader.named_parameters():
+        if name in first:
+            assert torch.allclose(p.grad, first[name], atol=1e-12), name
+
+
+@pytest.mark.parametrize("block", [1000, 100])
+def test_the_steps_blocks_give_the_same_values(block, monkeypatch):
+    """Several rows to a block (1000 floats: 4 rows of 20 tokens x 12), and pieces of a row
+    (100 floats: 8 tokens)."""
+    reader, batch = _reader("tied"), _batch()
+    expected, expected_grads = _loss_and_grads(reader, batch, fused=True)
+    monkeypatch.setattr(impatient_steps, "BLOCK", block)
+    got, grads = _loss_and_grads(_reader("tied"), batch, fused=True)
+    assert torch.allclose(got.logits, expected.logits, atol=1e-12)
+    for name, grad in expected_grads.items():
+        assert torch.allclose(grads[name], grad, atol=1e-12), name
 
 
 def test_fused_steps_by_hand_one_token_one_step():
