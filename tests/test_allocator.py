@@ -10,12 +10,10 @@ import textwrap
 
 import pytest
 import pytorch_lightning as pl
-import torch
-from torch import nn
 
 from attentive_reader import allocator
 from attentive_reader.errors import UserError
-from tests.trainers import quiet_trainer
+from tests.trainers import ProbeModule, quiet_trainer
 
 GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 
@@ -98,26 +96,6 @@ def test_freed_blocks_are_reused_while_kept_and_given_back_when_released() -> No
     assert figures["resident_released"] <= figures["resident_kept"] - 64
 
 
-class _Tiny(pl.LightningModule):
-    """Records, at each training step, whether freed memory is kept."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer = nn.Linear(4, 1)
-        self.kept_during_steps: list[bool] = []
-
-    def training_step(self, batch, batch_idx):
-        self.kept_during_steps.append(allocator.kept())
-        return self.layer(batch[0]).pow(2).mean()
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.1)
-
-    def train_dataloader(self):
-        data = torch.utils.data.TensorDataset(torch.randn(8, 4))
-        return torch.utils.data.DataLoader(data, batch_size=4)
-
-
 def _trainer(callback: allocator.KeepFreedMemory) -> pl.Trainer:
     return quiet_trainer(
         max_epochs=1,
@@ -128,28 +106,23 @@ def _trainer(callback: allocator.KeepFreedMemory) -> pl.Trainer:
 @pytest.mark.skipif(not GLIBC, reason="glibc only")
 def test_the_callback_keeps_freed_memory_through_the_training_loop_only(monkeypatch) -> None:
     monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
-    callback, module = allocator.KeepFreedMemory(), _Tiny()
+    callback, module = allocator.KeepFreedMemory(), ProbeModule(allocator.kept)
     _trainer(callback).fit(module)
-    assert module.kept_during_steps == [True, True]
+    assert module.seen == [True, True]
     assert callback.setting is not None and callback.setting.outcome == "kept"
     assert not allocator.kept()  # released when fit ended
 
     monkeypatch.setenv("ATTENTIVE_READER_ALLOCATOR", "system")
-    module = _Tiny()
+    module = ProbeModule(allocator.kept)
     _trainer(allocator.KeepFreedMemory()).fit(module)
-    assert module.kept_during_steps == [False, False]
+    assert module.seen == [False, False]
 
 
 def test_a_failing_step_releases_the_memory(monkeypatch) -> None:
     monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
 
-    class Failing(_Tiny):
-        def training_step(self, batch, batch_idx):
-            super().training_step(batch, batch_idx)
-            raise ValueError("a bad step")
-
     with pytest.raises(ValueError, match="a bad step"):
-        _trainer(allocator.KeepFreedMemory()).fit(Failing())
+        _trainer(allocator.KeepFreedMemory()).fit(ProbeModule(allocator.kept, fail=True))
     assert not allocator.kept()
 
 

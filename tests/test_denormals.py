@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import pytest
-import pytorch_lightning as pl
 import torch
-from torch import nn
 
 from attentive_reader import denormals
 from attentive_reader.errors import UserError
-from tests.trainers import quiet_trainer
+from tests.trainers import ProbeModule, quiet_trainer
 
 SUBNORMAL = 1e-39  # below float32's smallest normal number, 1.18e-38
 SUPPORTED = torch.set_flush_denormal(False)  # False on CPUs without the flags
@@ -52,42 +50,18 @@ def test_the_environment_keeps_them_or_is_refused():
         denormals.flush_denormals({denormals.ENVIRONMENT: "zero"})
 
 
-class _Tiny(pl.LightningModule):
-    """Records, at each training step, whether subnormal floats are flushed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer = nn.Linear(4, 1)
-        self.flushed_during_steps: list[bool] = []
-
-    def training_step(self, batch, batch_idx):
-        self.flushed_during_steps.append(denormals.flushed())
-        return self.layer(batch[0]).pow(2).mean()
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.1)
-
-    def train_dataloader(self):
-        data = torch.utils.data.TensorDataset(torch.randn(8, 4))
-        return torch.utils.data.DataLoader(data, batch_size=4)
-
-
 @pytest.mark.skipif(not SUPPORTED, reason="this CPU has no flush-to-zero flags")
 def test_the_callback_flushes_through_the_training_loop_only(monkeypatch):
     monkeypatch.delenv(denormals.ENVIRONMENT, raising=False)
-    callback, module = denormals.FlushDenormals(), _Tiny()
+    callback, module = denormals.FlushDenormals(), ProbeModule(denormals.flushed)
     quiet_trainer(max_epochs=1, callbacks=[callback]).fit(module)
-    assert module.flushed_during_steps == [True, True]
+    assert module.seen == [True, True]
     assert callback.setting is not None and callback.setting.outcome != "kept"
     assert not denormals.flushed()
 
-    class Failing(_Tiny):
-        def training_step(self, batch, batch_idx):
-            super().training_step(batch, batch_idx)
-            raise ValueError("a bad step")
-
+    failing = ProbeModule(denormals.flushed, fail=True)
     with pytest.raises(ValueError, match="a bad step"):
-        quiet_trainer(max_epochs=1, callbacks=[denormals.FlushDenormals()]).fit(Failing())
+        quiet_trainer(max_epochs=1, callbacks=[denormals.FlushDenormals()]).fit(failing)
     assert not denormals.flushed()
 
 

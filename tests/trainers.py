@@ -1,8 +1,13 @@
-"""One quiet CPU trainer for the tests that build their own ``pl.Trainer``."""
+"""One quiet CPU trainer for the tests that build their own ``pl.Trainer``, and a tiny module
+that records a probe at each training step."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytorch_lightning as pl
+import torch
+from torch import nn
 
 QUIET = {
     "accelerator": "cpu",
@@ -20,3 +25,28 @@ def quiet_trainer(**overrides) -> pl.Trainer:
     summary, deterministic; ``overrides`` are further ``pl.Trainer`` arguments (or replace
     those of ``QUIET``)."""
     return pl.Trainer(**{**QUIET, **overrides})
+
+
+class ProbeModule(pl.LightningModule):
+    """Two training steps of a linear layer on random data; ``seen`` holds what ``probe()``
+    returned at each step (e.g. whether a callback's setting is on inside the loop).
+    ``fail=True`` raises ``ValueError("a bad step")`` after probing."""
+
+    def __init__(self, probe: Callable[[], object], fail: bool = False) -> None:
+        super().__init__()
+        self.layer = nn.Linear(4, 1)
+        self.probe, self.fail = probe, fail
+        self.seen: list[object] = []
+
+    def training_step(self, batch, batch_idx):
+        self.seen.append(self.probe())
+        if self.fail:
+            raise ValueError("a bad step")
+        return self.layer(batch[0]).pow(2).mean()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def train_dataloader(self):
+        data = torch.utils.data.TensorDataset(torch.randn(8, 4))
+        return torch.utils.data.DataLoader(data, batch_size=4)
