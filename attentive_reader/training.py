@@ -18,11 +18,12 @@ or with gradient accumulation, rank 0 prints the effective batch. The ``fit``, `
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, NoReturn
 
 from pytorch_lightning.callbacks import RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities import rank_zero_only
+from pytorch_lightning.utilities.exceptions import MisconfigurationException
 
 from attentive_reader.allocator import KeepFreedMemory
 from attentive_reader.checkpointing import ReaderCheckpoint
@@ -30,16 +31,23 @@ from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
 from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.run_lock import LockingTrainer
+from attentive_reader.training_errors import (
+    SPECIAL_CKPT_PATHS,
+    ParserMistake,
+    check_ckpt_path,
+    checked_configs,
+    misconfiguration_line,
+    parser_error_line,
+    quiet_lightning,
+)
 from attentive_reader.upstream import on_subcommand_parser
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
-# Lightning's special --ckpt_path values, which name no file.
-_SPECIAL_CKPT_PATHS = ("last", "best", "hpc", "registry")
 
 
 def _vocab_from_ckpt_path(ckpt_path: str | None) -> str | None:
     """The data module's ``vocab`` for a ``--ckpt_path``: the checkpoint's own vocabulary."""
-    if ckpt_path is None or ckpt_path in _SPECIAL_CKPT_PATHS:
+    if ckpt_path is None or ckpt_path in SPECIAL_CKPT_PATHS:
         return None
     return ckpt_path
 
@@ -54,6 +62,14 @@ class ReaderArgumentParser(LightningArgumentParser):
         if isinstance(class_type, type) and issubclass(class_type, ClozeDataModule):
             kwargs["skip"] = {*(kwargs.get("skip") or ()), "vocabulary"}
         return super().add_class_arguments(class_type, nested_key, *args, **kwargs)
+
+    def error(self, message: str, ex: Exception | None = None) -> NoReturn:
+        """A mistake in the arguments or configs: raised for ``run_cli`` to tell in one
+        line, not printed after the usage (parsers that do not exit keep their error)."""
+        if not self.exit_on_error:
+            super().error(message, ex)
+        parser = getattr(ex, "subcommand_parser", None) or self
+        raise ParserMistake(message, parser.prog.replace(" [options]", ""))
 
 
 @on_subcommand_parser
@@ -89,6 +105,14 @@ class ReaderCLI(LightningCLI):
         parser.link_arguments(
             "ckpt_path", "data.checkpoint", compute_fn=_vocab_from_ckpt_path, apply_on="parse"
         )
+
+    def parse_arguments(self, parser: LightningArgumentParser, args: Any) -> None:
+        """Parse, then refuse a ``--ckpt_path`` that is not a readable checkpoint before
+        Lightning reads its hyperparameters (and the data module its vocabulary)."""
+        super().parse_arguments(parser, args)
+        subcommand = self.config.get("subcommand")
+        if subcommand:
+            check_ckpt_path(self.config[subcommand].get("ckpt_path"))
 
     def before_fit(self) -> None:
         line = effective_batch_line(self.trainer, getattr(self.datamodule, "batch_size", None))
@@ -139,24 +163,34 @@ def run_cli(argv: list[str]) -> ReaderCLI:
                 "use --model.optimizer sgd|adam|rmsprop, --model.lr, --model.weight_decay and "
                 "--model.optimizer_options '{momentum: 0.9}' (a config's model.init_args)"
             )
-    with warnings.catch_warnings():
-        # The console entry passes sys.argv[1:] as ``args``; Lightning warns about having both.
-        warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
-        return ReaderCLI(
-            ClozeReader,
-            ClozeDataModule,
-            subclass_mode_model=True,
-            trainer_class=LockingTrainer,  # one run per log folder (run_lock.py)
-            # One way to set the optimiser: the reader's own arguments (recorded in checkpoints).
-            auto_configure_optimizers=False,
-            args=argv,
-            trainer_defaults={
-                "default_root_dir": "runs",
-                # The data module shards batches across ranks itself (BucketBatchSampler).
-                "use_distributed_sampler": False,
-                # Freed memory kept through the training loop on the CPU (allocator.py).
-                "callbacks": [RichProgressBar(), VocabularyWriter(), KeepFreedMemory()],
-            },
-            # The resolved config is saved into the run's log directory (never ./config.yaml).
-            save_config_kwargs={"overwrite": True},
-        )
+    argv = checked_configs(argv)
+    try:
+        with quiet_lightning(), warnings.catch_warnings():
+            # The console entry passes sys.argv[1:] as ``args``; Lightning warns about both.
+            warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
+            return _reader_cli(argv)
+    except ParserMistake as mistake:
+        raise UserError(parser_error_line(mistake.message, mistake.prog, argv)) from None
+    except MisconfigurationException as error:
+        raise UserError(misconfiguration_line(error)) from None
+
+
+def _reader_cli(argv: list[str]) -> ReaderCLI:
+    return ReaderCLI(
+        ClozeReader,
+        ClozeDataModule,
+        subclass_mode_model=True,
+        trainer_class=LockingTrainer,  # one run per log folder (run_lock.py)
+        # One way to set the optimiser: the reader's own arguments (recorded in checkpoints).
+        auto_configure_optimizers=False,
+        args=argv,
+        trainer_defaults={
+            "default_root_dir": "runs",
+            # The data module shards batches across ranks itself (BucketBatchSampler).
+            "use_distributed_sampler": False,
+            # Freed memory kept through the training loop on the CPU (allocator.py).
+            "callbacks": [RichProgressBar(), VocabularyWriter(), KeepFreedMemory()],
+        },
+        # The resolved config is saved into the run's log directory (never ./config.yaml).
+        save_config_kwargs={"overwrite": True},
+    )
