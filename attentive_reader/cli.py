@@ -11,6 +11,7 @@ command writes its files and what it prints is dropped.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
 import importlib.util
@@ -19,7 +20,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from types import ModuleType
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from attentive_reader.errors import UserError
 from attentive_reader.faults import describe, is_write_fault
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     try:
-        with _warnings_in_one_line(name), _closed_stdout_ignored():
+        with _warnings_in_one_line(name), _closed_stdout_ignored(), _argparse_in_one_line(name):
             return _run(module, name, rest)
     except UserError as err:
         print(f"attentive-reader {name}: error: {err}", file=sys.stderr)
@@ -126,6 +127,22 @@ def _run(module: ModuleType, name: str, rest: list[str]) -> int:
     if module.__name__.endswith(".train"):
         return int(module.main([name, *rest]) or 0)
     return int(module.main(rest) or 0)
+
+
+@contextlib.contextmanager
+def _argparse_in_one_line(name: str) -> Iterator[None]:
+    """A command's argument mistake (an unknown option, a missing one, a bad value) as one
+    ``UserError`` line instead of the usage and the message (``--help`` shows the usage)."""
+
+    def error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+        raise UserError(f"{message}; 'attentive-reader {name} --help' lists the options")
+
+    original = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = error  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        argparse.ArgumentParser.error = original  # type: ignore[method-assign]
 
 
 class _ClosedPipeQuiet:

@@ -272,6 +272,12 @@ class ClozeDataModule(pl.LightningDataModule):
     def _built_vocabulary(self, max_words: int, num_entities: int) -> Vocabulary:
         """``Vocabulary.build`` over the train split, counted once per dataset and options."""
         train = self.examples("train")
+        if not len(train):
+            raise UserError(
+                f"the train split of {self.path} is empty (0 examples): no vocabulary to build "
+                "and nothing to train on; give it examples when preprocessing (a file's rows go "
+                "to train unless named) or read the data with a checkpoint's vocabulary"
+            )
         key = digest_of(
             {"train": split_fingerprint(train), "max_words": max_words, "entities": num_entities}
         )
