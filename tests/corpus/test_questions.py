@@ -228,9 +228,9 @@ def test_export_command_rejects_a_folder_that_is_not_a_dataset(tmp_path, capsys)
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "stories is not a processed dataset" in err and "attentive-reader preprocess" in err
-    with pytest.raises(SystemExit) as exit_info:
-        main(["export", str(tmp_path), "--format", "csv", "--output", str(tmp_path / "o")])
-    assert exit_info.value.code == 2
+    assert main(["export", str(tmp_path), "--format", "csv", "--output", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "invalid choice: 'csv'" in err
 
 
 # ------------------------------------------------------------------------------- archives
