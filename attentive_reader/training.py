@@ -43,6 +43,7 @@ from attentive_reader.training_errors import (
 from attentive_reader.upstream import on_subcommand_parser
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
+DEFAULT_ROOT_DIR = "runs"
 
 
 def _vocab_from_ckpt_path(ckpt_path: str | None) -> str | None:
@@ -121,6 +122,7 @@ class ReaderCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
+        _root_dir_wins(config.trainer)
         # The Rich bar is a default callback; Lightning refuses one when the bar is off.
         if config.trainer.get("enable_progress_bar") is False:
             self.trainer_defaults["callbacks"] = [
@@ -128,6 +130,20 @@ class ReaderCLI(LightningCLI):
                 for callback in self.trainer_defaults["callbacks"]
                 if not isinstance(callback, RichProgressBar)
             ]
+
+
+def _root_dir_wins(trainer: Any) -> None:
+    """A ``--trainer.default_root_dir`` other than the default is where the run's logger
+    writes too: a logger config's ``save_dir`` (``runs`` in ``trainer/cpu_debug``) would put
+    its logs and checkpoints elsewhere. The saved config records the folder used."""
+    root = trainer.get("default_root_dir")
+    if not root or root == DEFAULT_ROOT_DIR:
+        return
+    loggers = trainer.get("logger")
+    for logger in loggers if isinstance(loggers, list) else [loggers]:
+        init_args = getattr(logger, "init_args", None)
+        if init_args is not None and init_args.get("save_dir") is not None:
+            init_args.save_dir = root
 
 
 def effective_batch_line(trainer: Any, batch_size: int | None) -> str | None:
