@@ -30,6 +30,7 @@ from attentive_reader.checkpointing import ReaderCheckpoint
 from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
 from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
+from attentive_reader.predictions_writer import PredictionsWriter
 from attentive_reader.run_lock import LockingTrainer
 from attentive_reader.training_errors import (
     SPECIAL_CKPT_PATHS,
@@ -205,7 +206,12 @@ def _reader_cli(argv: list[str]) -> ReaderCLI:
             # The data module shards batches across ranks itself (BucketBatchSampler).
             "use_distributed_sampler": False,
             # Freed memory kept through the training loop on the CPU (allocator.py).
-            "callbacks": [RichProgressBar(), VocabularyWriter(), KeepFreedMemory()],
+            "callbacks": [
+                RichProgressBar(),
+                VocabularyWriter(),
+                KeepFreedMemory(),
+                PredictionsWriter(),  # predict's answers: predictions.jsonl
+            ],
         },
         # The resolved config is saved into the run's log directory (never ./config.yaml).
         save_config_kwargs={"overwrite": True},

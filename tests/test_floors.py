@@ -43,6 +43,7 @@ FLOORS: dict[str, int] = {
     "viz": 3,
     "training": 4,
     "training_errors": 4,
+    "predictions_writer": 4,
     "checkpointing": 4,
     "api": 4,
     "api_prepare": 4,

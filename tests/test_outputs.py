@@ -1,7 +1,12 @@
 """Outputs where the docs say: the folder ``--trainer.default_root_dir`` names wins over a
-trainer config's logger folder."""
+trainer config's logger folder; ``predict`` writes ``predictions.jsonl``, the records of
+``evaluate --predictions``."""
 
 from __future__ import annotations
+
+import json
+
+import pytest
 
 from attentive_reader.cli import main
 from tests.trained_reader import TrainedReader
@@ -28,3 +33,24 @@ def test_default_root_dir_wins_over_a_trainer_configs_logger(
     assert (tmp_path / "runs" / "toy" / "cpu_debug" / "version_0" / "metrics.csv").is_file()
     assert list((tmp_path / "runs" / "toy").glob("cpu_debug/version_0/checkpoints/last.ckpt"))
     assert not (tmp_path / "runs" / "cpu_debug").exists()
+
+
+def test_predict_writes_the_records_of_evaluate_predictions(trained: TrainedReader, tmp_path):
+    ckpt, data = str(trained.ckpt), str(trained.data)
+    argv = ["predict", "--config", "attentive_reader", "--data.path", data, "--ckpt_path", ckpt]
+    argv += ["--trainer.default_root_dir", str(tmp_path / "runs")]
+    assert main([*argv, "--trainer.enable_progress_bar", "false"]) == 0
+    written = tmp_path / "runs" / "lightning_logs" / "version_0" / "predictions.jsonl"
+    predicted = [json.loads(line) for line in written.read_text().splitlines()]
+    expected_file = tmp_path / "evaluate.jsonl"
+    assert (
+        main(["evaluate", "--data", data, "--ckpt", ckpt, "--predictions", str(expected_file)]) == 0
+    )
+    expected = [json.loads(line) for line in expected_file.read_text().splitlines()]
+    assert len(predicted) == len(expected) > 0
+    for mine, theirs in zip(predicted, expected):
+        assert mine.keys() == theirs.keys()
+        for key in ("id", "story_id", "prediction", "prediction_name", "gold", "correct"):
+            assert mine[key] == theirs[key], key
+        for key in ("prediction_probability", "gold_probability"):
+            assert mine[key] == pytest.approx(theirs[key], abs=1e-4), key
