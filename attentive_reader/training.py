@@ -37,9 +37,11 @@ from attentive_reader.training_errors import (
     ParserMistake,
     check_ckpt_path,
     checked_configs,
+    given_model_options,
     misconfiguration_line,
     parser_error_line,
     quiet_lightning,
+    resumed_model_options,
 )
 from attentive_reader.upstream import on_subcommand_parser
 
@@ -113,8 +115,12 @@ class ReaderCLI(LightningCLI):
         Lightning reads its hyperparameters (and the data module its vocabulary)."""
         super().parse_arguments(parser, args)
         subcommand = self.config.get("subcommand")
+        self.given_model_options: dict[str, Any] = {}
         if subcommand:
             check_ckpt_path(self.config[subcommand].get("ckpt_path"))
+            # Lightning then lays the checkpoint's hyperparameters over the config: what the
+            # command line set is kept here for before_instantiate_classes to compare.
+            self.given_model_options = given_model_options(args, self.config[subcommand])
 
     def before_fit(self) -> None:
         line = effective_batch_line(self.trainer, getattr(self.datamodule, "batch_size", None))
@@ -124,6 +130,8 @@ class ReaderCLI(LightningCLI):
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
         _root_dir_wins(config.trainer)
+        if config.get("ckpt_path") not in (None, *SPECIAL_CKPT_PATHS):
+            resumed_model_options(config, self.given_model_options)
         # The Rich bar is a default callback; Lightning refuses one when the bar is off.
         if config.trainer.get("enable_progress_bar") is False:
             self.trainer_defaults["callbacks"] = [

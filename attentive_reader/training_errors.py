@@ -18,6 +18,7 @@ import warnings
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from attentive_reader.errors import UserError
 from attentive_reader.shipped_configs import config_path
@@ -225,3 +226,47 @@ def _where_in_configs(name: str, files: Sequence[Path], value: str | None = None
             if pattern.match(line):
                 return f" (in {path}, line {number})"
     return ""
+
+
+# The model options a run resumed from a checkpoint may change (the reader applies them to the
+# restored optimizer: ``ClozeReader.on_load_checkpoint``); the others shape the weights or
+# what they mean.
+RESUMABLE_OPTIONS = ("lr",)
+
+
+def given_model_options(args: Sequence[str] | None, config: Any) -> dict[str, Any]:
+    """The reader options the command line set (``--model.X`` or ``--model.init_args.X``),
+    with their parsed values."""
+    init_args = config.get("model", {}).get("init_args") or {}
+    given = {}
+    for arg in args or ():
+        name = arg.split("=", 1)[0]
+        if not name.startswith("--model."):
+            continue
+        key = name.removeprefix("--model.").removeprefix("init_args.")
+        if key not in ("class_path", "help") and "." not in key and key in init_args:
+            given[key] = init_args[key]
+    return given
+
+
+def resumed_model_options(config: Any, given: dict[str, Any]) -> None:
+    """A resumed run keeps the checkpoint's reader options (Lightning lays them over the
+    config), except those the command line changed: the learning rate is applied; any other
+    change is refused in one line.
+
+    Raises:
+        UserError: a changed option other than ``RESUMABLE_OPTIONS``.
+    """
+    init_args = config.model.init_args
+    for key, value in given.items():
+        stored = init_args.get(key)
+        if stored == value:
+            continue
+        if key in RESUMABLE_OPTIONS:
+            init_args[key] = value
+            continue
+        raise UserError(
+            f"--model.{key} {value}: {config.ckpt_path} was trained with {key} {stored}, and "
+            f"a resumed run keeps the checkpoint's reader (only --model.{', --model.'.join(RESUMABLE_OPTIONS)} "
+            "can change); drop the option, or start a new run without --ckpt_path"
+        )

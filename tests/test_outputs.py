@@ -54,3 +54,24 @@ def test_predict_writes_the_records_of_evaluate_predictions(trained: TrainedRead
             assert mine[key] == theirs[key], key
         for key in ("prediction_probability", "gold_probability"):
             assert mine[key] == pytest.approx(theirs[key], abs=1e-4), key
+
+
+def test_resuming_applies_a_new_learning_rate_and_refuses_a_new_size(
+    trained: TrainedReader, tmp_path, capfd
+):
+    import torch
+
+    resume = ["fit", "--config", "attentive_reader", *TINY, "--data.path", str(trained.data)]
+    resume += ["--ckpt_path", str(trained.ckpt), "--trainer.logger", "false"]
+    resume += ["--trainer.default_root_dir", str(tmp_path / "runs")]
+    trained_with = torch.load(trained.ckpt, weights_only=True)["hyper_parameters"]
+    assert main([*resume, "--model.init_args.hidden_dim", "64"]) == 2
+    err = capfd.readouterr().err.strip().splitlines()[-1]
+    assert f"was trained with hidden_dim {trained_with['hidden_dim']}" in err
+    assert not (tmp_path / "runs").exists()
+    assert trained_with["lr"] != 0.0123
+    assert main([*resume, "--model.lr", "0.0123", "--trainer.max_steps", "4"]) == 0
+    resumed = torch.load(tmp_path / "runs" / "checkpoints" / "last.ckpt", weights_only=True)
+    assert resumed["hyper_parameters"]["lr"] == 0.0123
+    groups = [group for state in resumed["optimizer_states"] for group in state["param_groups"]]
+    assert groups and all(group["lr"] == 0.0123 for group in groups)
