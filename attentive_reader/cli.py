@@ -5,7 +5,8 @@ Subcommands are dispatched lazily so that, for example, ``preprocess`` never imp
 exposes ``main(argv: list[str]) -> int``. Mistakes a user can make raise ``UserError``; they
 are printed in one line (no traceback) and the command exits with status 2; so are the faults
 of the machine while writing (a full disk, a read-only folder: ``faults``). The toolkit's own
-warnings are printed in one line too. A closed standard output (``| head``) ends nothing: the
+warnings are printed in one line too, and so are the argument mistakes of a command's
+``argparse`` parser (no usage first: ``--help`` shows it). A closed standard output (``| head``) ends nothing: the
 command writes its files and what it prints is dropped.
 """
 

@@ -3,7 +3,8 @@
 A checkout has them in ``configs/``; an install (``pip install attentive-reader``) copies them
 to ``<prefix>/share/attentive-reader/configs``. ``--config attentive_reader`` and
 ``--config trainer/ddp_gpu`` name a shipped config (``configs/<name>.yaml``); a value with a
-``.yaml`` / ``.yml`` suffix, or a file that exists, is a path. Floor 0: no imports beyond
+``.yaml`` / ``.yml`` suffix, or a file that exists, is a path, and ``configs/NAME.yaml`` (as
+the docs write it) is the shipped one when there is no such file in the working folder. Floor 0: no imports beyond
 the standard library and ``errors``.
 """
 
@@ -62,6 +63,9 @@ def config_path(value: str) -> Path:
     if not is_config_name(value):
         path = Path(value)
         if not path.is_file():
+            shipped = _shipped_copy(path)
+            if shipped is not None:
+                return shipped
             raise UserError(
                 f"config {value} does not exist; fix the path, or name a shipped config "
                 "(attentive-reader configs lists them)"
@@ -74,6 +78,16 @@ def config_path(value: str) -> Path:
             "(e.g. attentive_reader, trainer/cpu_debug), or pass the path of a YAML file"
         )
     return shipped
+
+
+def _shipped_copy(path: Path) -> Path | None:
+    """The shipped config a checkout-relative path names (``configs/trainer/ddp_gpu.yaml``,
+    as the docs write them) when there is no such file here; else ``None``."""
+    parts = path.parts
+    if len(parts) < 2 or parts[0] != "configs" or path.suffix.lower() not in CONFIG_SUFFIXES:
+        return None
+    shipped = configs_dir().joinpath(*parts[1:]).with_suffix(".yaml")
+    return shipped if shipped.is_file() else None
 
 
 def summary(path: Path, width: int = 90) -> str:

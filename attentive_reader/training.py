@@ -11,8 +11,15 @@ what trained a reader is recorded once, in its hyperparameters. Checkpoints
 ``last.ckpt`` that always holds the latest state; ``fit`` ends with one line naming the best
 checkpoint; ``vocab.json`` is written beside them. Early stopping is a callback a config adds
 (``trainer.callbacks``: the paper configs do). At the start of a ``fit`` on several processes
-or with gradient accumulation, rank 0 prints the effective batch. The ``fit``, ``validate``,
-``test`` and ``predict`` commands and the demo call ``run_cli``.
+or with gradient accumulation, rank 0 prints the effective batch. ``predict`` writes
+``predictions.jsonl`` (``predictions_writer``). The ``fit``, ``validate``, ``test`` and
+``predict`` commands and the demo call ``run_cli``.
+
+A user's mistakes end in one ``UserError`` line (``training_errors``): ``--config`` takes a
+shipped config's name or a path, each read as YAML first; the parser's errors, a bad
+``--ckpt_path`` and a trainer that cannot be built (a GPU config without a GPU) are told in
+one line. A resumed run applies a changed ``--model.lr`` and refuses other changed reader
+options. ``--trainer.default_root_dir`` wins over a logger config's ``save_dir``.
 """
 
 from __future__ import annotations
