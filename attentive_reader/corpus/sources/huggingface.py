@@ -110,9 +110,9 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def _hub_unreachable(name: str) -> UserError:
-    local = f"{name} is no local file or folder, and " if "/" in name else ""
+    local = " (nor is it a local file or folder)" if "/" in name else ""
     return UserError(
-        f"{local}cannot reach the Hugging Face hub for {name}; download it elsewhere or pass "
+        f"cannot reach the Hugging Face hub for {name}{local}; download it elsewhere or pass "
         "local json/csv/parquet files with article/highlights columns (set HF_HUB_OFFLINE=1 "
         "to use a copy already in the datasets cache)"
     )
