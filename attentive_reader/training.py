@@ -3,7 +3,10 @@
 Any ``ClozeReader`` subclass is a model (``model.class_path``), ``ClozeDataModule`` is the
 data; the data module's vocabulary size and entity count are linked into the model's init
 arguments, and ``--ckpt_path`` into the data module's ``checkpoint`` (whose vocabulary it then
-reads the data with). Nothing changes the parsed config afterwards. The optimiser and its
+reads the data with). The parsed config changes afterwards in two places only, both before
+anything is built and recorded in the saved config: a ``--trainer.default_root_dir`` becomes
+the logger's ``save_dir``, and a resumed run's ``--model.lr`` is put back over the
+checkpoint's (Lightning lays the checkpoint's hyperparameters over the config). The optimiser and its
 learning-rate schedule are reader arguments (``--model.optimizer``, ``--model.lr``,
 ``--model.lr_schedule``, ...): the CLI has no ``--optimizer`` / ``--lr_scheduler`` blocks, so
 what trained a reader is recorded once, in its hyperparameters. Checkpoints
