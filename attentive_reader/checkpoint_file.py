@@ -40,4 +40,8 @@ def read_checkpoint(
             source, map_location=map_location, weights_only=True, mmap=mmap and content is None
         )
     except Exception as err:  # unpickling errors come in many types
-        raise UserError(f"{path} is not a readable checkpoint: {err}") from None
+        first = str(err).strip().split(". ")[0].splitlines()[0] if str(err).strip() else ""
+        raise UserError(
+            f"{path} is not a readable checkpoint (truncated, or not a checkpoint: "
+            f"{first or type(err).__name__}); use another checkpoint of the run or copy it again"
+        ) from None

@@ -5,19 +5,23 @@ Subcommands are dispatched lazily so that, for example, ``preprocess`` never imp
 exposes ``main(argv: list[str]) -> int``. Mistakes a user can make raise ``UserError``; they
 are printed in one line (no traceback) and the command exits with status 2; so are the faults
 of the machine while writing (a full disk, a read-only folder: ``faults``). The toolkit's own
-warnings are printed in one line too.
+warnings are printed in one line too, and so are the argument mistakes of a command's
+``argparse`` parser (no usage first: ``--help`` shows it). A closed standard output (``| head``) ends nothing: the
+command writes its files and what it prints is dropped.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
 import importlib.util
+import os
 import sys
 import warnings
 from collections.abc import Iterator
 from types import ModuleType
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from attentive_reader.errors import UserError
 from attentive_reader.faults import describe, is_write_fault
@@ -48,6 +52,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "encode": (
         "attentive_reader.commands.encode",
         "encode a dataset's token ids once, ahead of a (multi-node) training run",
+    ),
+    "configs": (
+        "attentive_reader.commands.configs",
+        "list the shipped configs that --config NAME accepts",
     ),
     "fit": ("attentive_reader.commands.train", "train a reader (Lightning CLI)"),
     "validate": ("attentive_reader.commands.train", "validate a reader (Lightning CLI)"),
@@ -100,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     try:
-        with _warnings_in_one_line(name):
+        with _warnings_in_one_line(name), _closed_stdout_ignored(), _argparse_in_one_line(name):
             return _run(module, name, rest)
     except UserError as err:
         print(f"attentive-reader {name}: error: {err}", file=sys.stderr)
@@ -120,6 +128,68 @@ def _run(module: ModuleType, name: str, rest: list[str]) -> int:
     if module.__name__.endswith(".train"):
         return int(module.main([name, *rest]) or 0)
     return int(module.main(rest) or 0)
+
+
+@contextlib.contextmanager
+def _argparse_in_one_line(name: str) -> Iterator[None]:
+    """A command's argument mistake (an unknown option, a missing one, a bad value) as one
+    ``UserError`` line instead of the usage and the message (``--help`` shows the usage)."""
+
+    def error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+        raise UserError(f"{message}; 'attentive-reader {name} --help' lists the options")
+
+    original = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = error  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        argparse.ArgumentParser.error = original  # type: ignore[method-assign]
+
+
+class _ClosedPipeQuiet:
+    """``sys.stdout`` that drops what it cannot write once its reader has gone (``| head``):
+    the command goes on and writes its files; what it prints goes to ``os.devnull``."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._closed = False
+
+    def write(self, text: str) -> int:
+        if not self._closed:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._closed:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self._closed = True
+        try:  # the buffered rest, and Python's flush at exit, go nowhere
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _closed_stdout_ignored() -> Iterator[None]:
+    stream = sys.stdout
+    sys.stdout = _ClosedPipeQuiet(stream)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout = stream
 
 
 @contextlib.contextmanager

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +25,12 @@ from rich.console import Console
 from rich.table import Table
 
 from attentive_reader.errors import UserError
+from attentive_reader.shipped_configs import (
+    config_path,
+    configs_dir,
+    is_config_name,
+    shipped_readers,
+)
 
 if TYPE_CHECKING:
     from attentive_reader.eval import Report
@@ -73,40 +78,16 @@ class DemoOptions:
             )
 
 
-def configs_dir() -> Path:
-    """The shipped ``configs/`` directory (a checkout, or the copy an install puts in ``share/``)."""
-    candidates = [
-        Path(__file__).resolve().parents[1] / "configs",
-        Path(sys.prefix) / "share" / "attentive-reader" / "configs",
-    ]
-    for candidate in candidates:
-        if (candidate / "attentive_reader.yaml").is_file():
-            return candidate
-    raise UserError(
-        "cannot find the shipped configs/ directory; run from a checkout of attentive-reader "
-        "(pip install -e .) or pass --reader PATH/TO/CONFIG.yaml"
-    )
-
-
-def shipped_readers() -> list[str]:
-    """Names of the shipped reader configs (``configs/<name>.yaml``)."""
-    return sorted(p.stem for p in configs_dir().glob("*.yaml"))
-
-
 def reader_config(reader: str) -> Path:
-    """The YAML config for ``reader``: a shipped config's name or a path."""
-    path = Path(reader)
-    if path.suffix in (".yaml", ".yml"):
-        if not path.is_file():
-            raise UserError(f"reader config {path} does not exist")
-        return path
-    shipped = configs_dir() / f"{reader}.yaml"
-    if not shipped.is_file():
+    """The YAML config for ``reader``: a shipped reader config's name or a path."""
+    if not is_config_name(reader):
+        return config_path(reader)
+    if reader not in shipped_readers():
         raise UserError(
             f"unknown reader {reader!r}; choose one of {', '.join(shipped_readers())} "
             "or pass the path of a YAML config"
         )
-    return shipped
+    return config_path(reader)
 
 
 def _prepare_out_dir(out: Path) -> None:

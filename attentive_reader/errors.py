@@ -17,3 +17,8 @@ class UserError(Exception):
     def __init__(self, message: str = "", *, code: str = "bad_input") -> None:
         super().__init__(message)
         self.code = code  # pickled with the instance's __dict__ (a worker process's error)
+
+
+class EmptySplitWarning(UserWarning):
+    """A dataset's validation or test split has no examples (``preprocess`` says why; ``fit``
+    trains without validation)."""

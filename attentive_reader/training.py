@@ -3,7 +3,10 @@
 Any ``ClozeReader`` subclass is a model (``model.class_path``), ``ClozeDataModule`` is the
 data; the data module's vocabulary size and entity count are linked into the model's init
 arguments, and ``--ckpt_path`` into the data module's ``checkpoint`` (whose vocabulary it then
-reads the data with). Nothing changes the parsed config afterwards. The optimiser and its
+reads the data with). The parsed config changes afterwards in two places only, both before
+anything is built and recorded in the saved config: a ``--trainer.default_root_dir`` becomes
+the logger's ``save_dir``, and a resumed run's ``--model.lr`` is put back over the
+checkpoint's (Lightning lays the checkpoint's hyperparameters over the config). The optimiser and its
 learning-rate schedule are reader arguments (``--model.optimizer``, ``--model.lr``,
 ``--model.lr_schedule``, ...): the CLI has no ``--optimizer`` / ``--lr_scheduler`` blocks, so
 what trained a reader is recorded once, in its hyperparameters. Checkpoints
@@ -11,18 +14,26 @@ what trained a reader is recorded once, in its hyperparameters. Checkpoints
 ``last.ckpt`` that always holds the latest state; ``fit`` ends with one line naming the best
 checkpoint; ``vocab.json`` is written beside them. Early stopping is a callback a config adds
 (``trainer.callbacks``: the paper configs do). At the start of a ``fit`` on several processes
-or with gradient accumulation, rank 0 prints the effective batch. The ``fit``, ``validate``,
-``test`` and ``predict`` commands and the demo call ``run_cli``.
+or with gradient accumulation, rank 0 prints the effective batch. ``predict`` writes
+``predictions.jsonl`` (``predictions_writer``). The ``fit``, ``validate``, ``test`` and
+``predict`` commands and the demo call ``run_cli``.
+
+A user's mistakes end in one ``UserError`` line (``training_errors``): ``--config`` takes a
+shipped config's name or a path, each read as YAML first; the parser's errors, a bad
+``--ckpt_path`` and a trainer that cannot be built (a GPU config without a GPU) are told in
+one line. A resumed run applies a changed ``--model.lr`` and refuses other changed reader
+options. ``--trainer.default_root_dir`` wins over a logger config's ``save_dir``.
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, NoReturn
 
 from pytorch_lightning.callbacks import RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities import rank_zero_only
+from pytorch_lightning.utilities.exceptions import MisconfigurationException
 
 from attentive_reader.allocator import KeepFreedMemory
 from attentive_reader.checkpointing import ReaderCheckpoint
@@ -30,18 +41,29 @@ from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
 from attentive_reader.denormals import FlushDenormals
 from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
+from attentive_reader.predictions_writer import PredictionsWriter
 from attentive_reader.run_lock import LockingTrainer
+from attentive_reader.training_errors import (
+    SPECIAL_CKPT_PATHS,
+    ParserMistake,
+    check_ckpt_path,
+    checked_configs,
+    given_model_options,
+    misconfiguration_line,
+    parser_error_line,
+    quiet_lightning,
+    resumed_model_options,
+)
 from attentive_reader.upstream import on_subcommand_parser
 from attentive_reader.wall_clock import WallClock
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
-# Lightning's special --ckpt_path values, which name no file.
-_SPECIAL_CKPT_PATHS = ("last", "best", "hpc", "registry")
+DEFAULT_ROOT_DIR = "runs"
 
 
 def _vocab_from_ckpt_path(ckpt_path: str | None) -> str | None:
     """The data module's ``vocab`` for a ``--ckpt_path``: the checkpoint's own vocabulary."""
-    if ckpt_path is None or ckpt_path in _SPECIAL_CKPT_PATHS:
+    if ckpt_path is None or ckpt_path in SPECIAL_CKPT_PATHS:
         return None
     return ckpt_path
 
@@ -56,6 +78,14 @@ class ReaderArgumentParser(LightningArgumentParser):
         if isinstance(class_type, type) and issubclass(class_type, ClozeDataModule):
             kwargs["skip"] = {*(kwargs.get("skip") or ()), "vocabulary"}
         return super().add_class_arguments(class_type, nested_key, *args, **kwargs)
+
+    def error(self, message: str, ex: Exception | None = None) -> NoReturn:
+        """A mistake in the arguments or configs: raised for ``run_cli`` to tell in one
+        line, not printed after the usage (parsers that do not exit keep their error)."""
+        if not self.exit_on_error:
+            super().error(message, ex)
+        parser = getattr(ex, "subcommand_parser", None) or self
+        raise ParserMistake(message, parser.prog.replace(" [options]", ""))
 
 
 @on_subcommand_parser
@@ -92,6 +122,18 @@ class ReaderCLI(LightningCLI):
             "ckpt_path", "data.checkpoint", compute_fn=_vocab_from_ckpt_path, apply_on="parse"
         )
 
+    def parse_arguments(self, parser: LightningArgumentParser, args: Any) -> None:
+        """Parse, then refuse a ``--ckpt_path`` that is not a readable checkpoint before
+        Lightning reads its hyperparameters (and the data module its vocabulary)."""
+        super().parse_arguments(parser, args)
+        subcommand = self.config.get("subcommand")
+        self.given_model_options: dict[str, Any] = {}
+        if subcommand:
+            check_ckpt_path(self.config[subcommand].get("ckpt_path"))
+            # Lightning then lays the checkpoint's hyperparameters over the config: what the
+            # command line set is kept here for before_instantiate_classes to compare.
+            self.given_model_options = given_model_options(args, self.config[subcommand])
+
     def before_fit(self) -> None:
         line = effective_batch_line(self.trainer, getattr(self.datamodule, "batch_size", None))
         if line is not None and rank_zero_only.rank == 0:
@@ -99,6 +141,9 @@ class ReaderCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
+        _root_dir_wins(config.trainer)
+        if config.get("ckpt_path") not in (None, *SPECIAL_CKPT_PATHS):
+            resumed_model_options(config, self.given_model_options)
         # The Rich bar is a default callback; Lightning refuses one when the bar is off.
         if config.trainer.get("enable_progress_bar") is False:
             self.trainer_defaults["callbacks"] = [
@@ -106,6 +151,20 @@ class ReaderCLI(LightningCLI):
                 for callback in self.trainer_defaults["callbacks"]
                 if not isinstance(callback, RichProgressBar)
             ]
+
+
+def _root_dir_wins(trainer: Any) -> None:
+    """A ``--trainer.default_root_dir`` other than the default is where the run's logger
+    writes too: a logger config's ``save_dir`` (``runs`` in ``trainer/cpu_debug``) would put
+    its logs and checkpoints elsewhere. The saved config records the folder used."""
+    root = trainer.get("default_root_dir")
+    if not root or root == DEFAULT_ROOT_DIR:
+        return
+    loggers = trainer.get("logger")
+    for logger in loggers if isinstance(loggers, list) else [loggers]:
+        init_args = getattr(logger, "init_args", None)
+        if init_args is not None and init_args.get("save_dir") is not None:
+            init_args.save_dir = root
 
 
 def effective_batch_line(trainer: Any, batch_size: int | None) -> str | None:
@@ -141,32 +200,43 @@ def run_cli(argv: list[str]) -> ReaderCLI:
                 "use --model.optimizer sgd|adam|rmsprop, --model.lr, --model.weight_decay and "
                 "--model.optimizer_options '{momentum: 0.9}' (a config's model.init_args)"
             )
-    with warnings.catch_warnings():
-        # The console entry passes sys.argv[1:] as ``args``; Lightning warns about having both.
-        warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
-        return ReaderCLI(
-            ClozeReader,
-            ClozeDataModule,
-            subclass_mode_model=True,
-            trainer_class=LockingTrainer,  # one run per log folder (run_lock.py)
-            # One way to set the optimiser: the reader's own arguments (recorded in checkpoints).
-            auto_configure_optimizers=False,
-            args=argv,
-            trainer_defaults={
-                "default_root_dir": "runs",
-                # The data module shards batches across ranks itself (BucketBatchSampler).
-                "use_distributed_sampler": False,
-                # Through the training loop on the CPU: freed memory kept (allocator.py),
-                # subnormal floats flushed to zero (denormals.py); the run's wall time logged
-                # at each epoch's end (wall_clock.py).
-                "callbacks": [
-                    RichProgressBar(),
-                    VocabularyWriter(),
-                    KeepFreedMemory(),
-                    FlushDenormals(),
-                    WallClock(),
-                ],
-            },
-            # The resolved config is saved into the run's log directory (never ./config.yaml).
-            save_config_kwargs={"overwrite": True},
-        )
+    argv = checked_configs(argv)
+    try:
+        with quiet_lightning(), warnings.catch_warnings():
+            # The console entry passes sys.argv[1:] as ``args``; Lightning warns about both.
+            warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
+            return _reader_cli(argv)
+    except ParserMistake as mistake:
+        raise UserError(parser_error_line(mistake.message, mistake.prog, argv)) from None
+    except MisconfigurationException as error:
+        raise UserError(misconfiguration_line(error)) from None
+
+
+def _reader_cli(argv: list[str]) -> ReaderCLI:
+    return ReaderCLI(
+        ClozeReader,
+        ClozeDataModule,
+        subclass_mode_model=True,
+        trainer_class=LockingTrainer,  # one run per log folder (run_lock.py)
+        # One way to set the optimiser: the reader's own arguments (recorded in checkpoints).
+        auto_configure_optimizers=False,
+        args=argv,
+        trainer_defaults={
+            "default_root_dir": "runs",
+            # The data module shards batches across ranks itself (BucketBatchSampler).
+            "use_distributed_sampler": False,
+            # Through the training loop on the CPU: freed memory kept (allocator.py),
+            # subnormal floats flushed to zero (denormals.py); the run's wall time logged at
+            # each epoch's end (wall_clock.py); predict's answers in predictions.jsonl.
+            "callbacks": [
+                RichProgressBar(),
+                VocabularyWriter(),
+                KeepFreedMemory(),
+                FlushDenormals(),
+                WallClock(),
+                PredictionsWriter(),
+            ],
+        },
+        # The resolved config is saved into the run's log directory (never ./config.yaml).
+        save_config_kwargs={"overwrite": True},
+    )

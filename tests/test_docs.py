@@ -116,3 +116,19 @@ def test_readme_links_resolve() -> None:
 def test_user_documentation_never_names_our_machines(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     assert "../shared" not in text and "/work/" not in text
+
+
+def test_the_docs_take_the_rules_version_from_the_code() -> None:
+    """Pages write ``{{ rules_version }}`` (docs/hooks/versions.py fills it in from the code),
+    never the current version by hand."""
+    import runpy
+
+    pytest.importorskip("mkdocs", reason="the docs extra is part of the test extra")
+    from attentive_reader.corpus.grouping import GROUPING_RULES_VERSION
+
+    hook = runpy.run_path(str(DOCS / "hooks" / "versions.py"))
+    assert hook["rules_version"]() == str(GROUPING_RULES_VERSION)
+    assert hook["on_page_markdown"]("v{{ rules_version }}") == f"v{GROUPING_RULES_VERSION}"
+    pages = "\n".join(page.read_text(encoding="utf-8") for page in _user_pages())
+    assert "{{ rules_version }}" in pages
+    assert not re.search(r"current version is \d|version \d+ \(now\)", pages)

@@ -44,6 +44,7 @@ import json
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,10 +93,10 @@ from attentive_reader.corpus.shards import (
     shard_key,
     shard_paths,
 )
-from attentive_reader.corpus.sources import QUESTION_KINDS, UrlLists
+from attentive_reader.corpus.sources import QUESTION_KINDS, UrlLists, check_hub
 from attentive_reader.corpus.synthetic.files import synthetic_origin
 from attentive_reader.corpus.workers import ShardPool
-from attentive_reader.errors import UserError
+from attentive_reader.errors import EmptySplitWarning, UserError
 from attentive_reader.faults import WriteGuard, writing
 from attentive_reader.fileio import place, write_json_atomic
 from attentive_reader.version import __version__
@@ -230,8 +231,41 @@ def preprocess(
         OutputError: the disk is full, the folder read-only, ... (finished shards are kept:
             the same call continues once the cause is fixed).
     """
+    # The inputs are checked before the output is touched: a mistyped path or an
+    # unreachable hub leaves nothing behind.
+    kinds = input_kinds(inputs)
+    for name, kind in zip(inputs, kinds):
+        if kind == "hf_hub":
+            check_hub(name)
     with writing(output, "preprocess") as guard:
-        return _preprocess(inputs, Path(output), options, console, progress, guard)
+        result = _preprocess(inputs, kinds, Path(output), options, console, progress, guard)
+    warn_empty_splits(result.manifest, kinds)
+    return result
+
+
+def warn_empty_splits(manifest: dict, kinds: Sequence[str]) -> None:
+    """One ``EmptySplitWarning`` naming the empty validation / test splits and why (``fit``
+    then trains without validation; ``test`` has nothing to test)."""
+    examples = manifest.get("examples", {})
+    empty = [split for split in ("validation", "test") if examples.get(split) == 0]
+    if not empty or not examples.get("train"):
+        return
+    if all(kind == "hf_files" for kind in kinds):
+        why = (
+            "a data file's rows all go to train unless its split is named (validation=FILE, "
+            "test=FILE); --split-fractions splits only stories without a split of their own"
+        )
+    else:
+        why = (
+            "no story got it (url lists, a source's own splits, or --split-fractions on too "
+            "few stories)"
+        )
+    warnings.warn(
+        f"the {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} empty: {why}; "
+        "fit trains without validation and test has nothing to test",
+        EmptySplitWarning,
+        stacklevel=3,
+    )
 
 
 @dataclass(frozen=True)
@@ -321,6 +355,7 @@ class _Run:
 
 def _preprocess(
     inputs: Sequence[str],
+    kinds: list[str],
     out: Path,
     options: PreprocessOptions | None,
     console: Console | None,
@@ -332,7 +367,7 @@ def _preprocess(
     if options.engine == "dask":
         _cluster_engine()  # installed? (before anything is loaded or written)
     console = console or Console(stderr=True)
-    run = _prepared_run(inputs, out, options)
+    run = _prepared_run(inputs, kinds, out, options)
     if run.status == "up_to_date":
         return PreprocessResult(out, read_manifest(out) or {}, "up_to_date")
     estimate = Estimate(inputs, run.kinds, out, options, guard, console, progress is not False)
@@ -353,10 +388,11 @@ def _preprocess(
     )
 
 
-def _prepared_run(inputs: Sequence[str], out: Path, options: PreprocessOptions) -> _Run:
+def _prepared_run(
+    inputs: Sequence[str], kinds: list[str], out: Path, options: PreprocessOptions
+) -> _Run:
     """The run's pipeline and key, and its output folder checked (``prepare_output``): an
     up-to-date output is cleaned of leftovers; else the shard folder is ready."""
-    kinds = input_kinds(inputs)
     url_lists = UrlLists.from_dir(options.url_lists) if options.url_lists else None
     pipeline = _pipeline(options, kinds)
     fields = run_key_fields(inputs, kinds, options, pipeline.model)

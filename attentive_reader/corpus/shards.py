@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -206,7 +206,16 @@ def iter_items(
             if isinstance(split, Skip):
                 yield WorkItem(None, split)
             else:
-                yield WorkItem(split, record)
+                yield WorkItem(split, _with_listed_url(record, url_lists))
+
+
+def _with_listed_url(story: Story, url_lists: UrlLists | None) -> Story:
+    """A story without a url of its own (a ``.story`` file) takes the url the url lists give
+    its id, so that its examples (and an ``export``) keep the real url."""
+    if story.url is not None or url_lists is None:
+        return story
+    listed = url_lists.url_of(story.id)
+    return story if listed is None else replace(story, url=listed)
 
 
 def item_json(item: WorkItem) -> list:

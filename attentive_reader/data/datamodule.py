@@ -36,7 +36,7 @@ from attentive_reader.data.provenance import data_provenance
 from attentive_reader.data.split import EncodedSplit
 from attentive_reader.data.stories import story_share
 from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES, Vocabulary
-from attentive_reader.errors import UserError
+from attentive_reader.errors import EmptySplitWarning, UserError
 from attentive_reader.fileio import digest_of
 from attentive_reader.markers import ENTITY_PREFIX, MARKER_PATTERN, entity_index, entity_marker
 from attentive_reader.upstream import uses_distributed_sampler
@@ -273,6 +273,12 @@ class ClozeDataModule(pl.LightningDataModule):
     def _built_vocabulary(self, max_words: int, num_entities: int) -> Vocabulary:
         """``Vocabulary.build`` over the train split, counted once per dataset and options."""
         train = self.examples("train")
+        if not len(train):
+            raise UserError(
+                f"the train split of {self.path} is empty (0 examples): no vocabulary to build "
+                "and nothing to train on; give it examples when preprocessing (a file's rows go "
+                "to train unless named) or read the data with a checkpoint's vocabulary"
+            )
         key = digest_of(
             {"train": split_fingerprint(train), "max_words": max_words, "entities": num_entities}
         )
@@ -354,6 +360,33 @@ class ClozeDataModule(pl.LightningDataModule):
         }[stage]
         for split in needed:
             self.dataset(split)
+        self._check_splits_not_empty(stage)
+
+    def _check_splits_not_empty(self, stage: str) -> None:
+        """An empty split: ``fit`` trains without validation (and says so), the other
+        stages have nothing to do.
+
+        Raises:
+            UserError: the split ``stage`` reads (``train`` for ``fit``) has no examples.
+        """
+        stage = str(getattr(stage, "value", stage))  # Lightning passes a str enum
+        split = {"fit": "train", "validate": "validation", "test": "test"}.get(
+            stage, self.predict_split
+        )
+        if not len(self.dataset(split).lengths):
+            raise UserError(
+                f"the {split} split of {self.path} is empty (0 examples): nothing to "
+                f"{'train on' if stage == 'fit' else stage}; give that split examples when "
+                "preprocessing (SPLIT=FILE inputs, --url-lists or more stories) or use another "
+                "dataset"
+            )
+        if stage == "fit" and not len(self.dataset("validation").lengths):
+            warnings.warn(
+                f"the validation split of {self.path} is empty: training without validation "
+                "(no val_acc, no best checkpoint; last.ckpt holds the latest state)",
+                EmptySplitWarning,
+                stacklevel=2,
+            )
 
     def _check_training_fits(self) -> None:
         """Training data is never relabelled: its markers must fit the entity block.
@@ -374,8 +407,11 @@ class ClozeDataModule(pl.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         return self._bucketed(self.dataset("train"), self.batch_size, shuffle=True)
 
-    def val_dataloader(self) -> DataLoader:
-        return self._bucketed(self.dataset("validation"), self.eval_batch_size, shuffle=False)
+    def val_dataloader(self) -> DataLoader | list:
+        validation = self.dataset("validation")
+        if not len(validation.lengths):
+            return []  # Lightning skips validation (setup has said so)
+        return self._bucketed(validation, self.eval_batch_size, shuffle=False)
 
     def test_dataloader(self) -> DataLoader:
         return self._bucketed(self.dataset("test"), self.eval_batch_size, shuffle=False)

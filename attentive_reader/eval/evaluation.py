@@ -23,7 +23,11 @@ from attentive_reader.corpus.baselines import score_baselines
 from attentive_reader.corpus.manifest import read_manifest
 from attentive_reader.corpus.records import SPLITS, ClozeExample, Split, load_split
 from attentive_reader.errors import UserError
-from attentive_reader.eval.predictions_file import PredictionLine, write_predictions
+from attentive_reader.eval.predictions_file import (
+    PredictionLine,
+    prediction_line,
+    write_predictions,
+)
 from attentive_reader.eval.report import (
     DEFAULT_CANDIDATE_EDGES,
     DEFAULT_LENGTH_EDGES,
@@ -33,13 +37,12 @@ from attentive_reader.eval.report import (
     markdown_tables,
 )
 from attentive_reader.fileio import write_json_atomic
-from attentive_reader.markers import entity_index, entity_marker
+from attentive_reader.markers import entity_index
 from attentive_reader.version import __version__
 
 if TYPE_CHECKING:
     from attentive_reader.data.entity_block import EntityFit
     from attentive_reader.eval.inference import LoadedCheckpoint
-    from attentive_reader.models.predictions import Prediction
 
 
 @dataclass(frozen=True)
@@ -466,7 +469,7 @@ def _model_predictions(
                     f"{position} (example {record.id}); is it the same dataset?"
                 )
             fits.append(example_fit(examples[position], reader.num_entities))
-            predictions.append(_prediction_line(name, examples[position], record, fits[-1]))
+            predictions.append(prediction_line(name, examples[position], record, fits[-1]))
     if len(predictions) != len(examples):
         raise UserError(
             f"{ckpt}: {len(predictions)} predictions for {len(examples)} examples of {split}"
@@ -480,16 +483,6 @@ def _model_predictions(
         info, relabelled=sum(fit.relabelled for fit in fits), unanswerable=unanswerable
     )
     return tuple(predictions), info
-
-
-def _prediction_line(
-    name: str, example: ClozeExample, record: Prediction, fit: EntityFit
-) -> PredictionLine:
-    """The line of one example, the reader's entity ids mapped back to the stored markers."""
-    predicted = entity_marker(fit.stored_number(record.prediction))
-    answer = fit.reader_number(entity_index(example.answer))
-    gold = 0.0 if answer is None else float(record.probs[answer])
-    return PredictionLine.of(name, example, predicted, float(record.probs[record.prediction]), gold)
 
 
 def _checkpoint_info(

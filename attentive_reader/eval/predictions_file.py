@@ -1,4 +1,5 @@
-"""The per-example file of ``attentive-reader evaluate --predictions FILE.jsonl``.
+"""The per-example file of ``attentive-reader evaluate --predictions FILE.jsonl`` (and of
+``attentive-reader predict``: ``predictions_writer.PredictionsWriter``).
 
 One JSON object per line, per checkpoint and example: the checkpoints in the order given, the
 examples of each in stored order, every example exactly once. ``correct`` is decided as the
@@ -14,9 +15,15 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.fileio import write_text_atomic
+from attentive_reader.markers import entity_index, entity_marker
+
+if TYPE_CHECKING:
+    from attentive_reader.data.entity_block import EntityFit
+    from attentive_reader.models.predictions import Prediction
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,17 @@ class PredictionLine:
 def _probability(value: float) -> float:
     """A probability to 6 significant digits (the reader computes in float32 at best)."""
     return float(f"{float(value):.6g}")
+
+
+def prediction_line(
+    name: str, example: ClozeExample, record: Prediction, fit: EntityFit
+) -> PredictionLine:
+    """The line of one example, the reader's entity ids mapped back to the stored markers
+    (``fit``: how the example was fitted into the reader's entity block)."""
+    predicted = entity_marker(fit.stored_number(record.prediction))
+    answer = fit.reader_number(entity_index(example.answer))
+    gold = 0.0 if answer is None else float(record.probs[answer])
+    return PredictionLine.of(name, example, predicted, float(record.probs[record.prediction]), gold)
 
 
 def write_predictions(path: str | Path, lines: Iterable[PredictionLine]) -> Path:

@@ -320,6 +320,24 @@ class ClozeReader(pl.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         upgrade_state_dict(checkpoint["state_dict"])
+        self._apply_changed_lr(checkpoint)
+
+    def _apply_changed_lr(self, checkpoint: dict[str, Any]) -> None:
+        """A run resumed with another learning rate (``--model.lr``) trains with it: the
+        restored optimizer's groups and schedule take it. With the same one, the restored
+        state stands (a schedule's decay so far included)."""
+        stored = checkpoint.get("hyper_parameters", {})
+        trained = stored.get("lr") or DEFAULT_LR[stored.get("optimizer", self.optimizer_name)]
+        if trained == self.lr:
+            return
+        for state in checkpoint.get("optimizer_states", []):
+            for group in state.get("param_groups", []):
+                group["lr"] = self.lr
+                if "initial_lr" in group:
+                    group["initial_lr"] = self.lr
+        for state in checkpoint.get("lr_schedulers", []):
+            if "base_lrs" in state:
+                state["base_lrs"] = [self.lr] * len(state["base_lrs"])
 
     def training_step(self, batch: ClozeBatch, batch_idx: int) -> Tensor:
         return self._shared_step(batch, "train")

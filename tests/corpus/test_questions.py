@@ -228,9 +228,9 @@ def test_export_command_rejects_a_folder_that_is_not_a_dataset(tmp_path, capsys)
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "stories is not a processed dataset" in err and "attentive-reader preprocess" in err
-    with pytest.raises(SystemExit) as exit_info:
-        main(["export", str(tmp_path), "--format", "csv", "--output", str(tmp_path / "o")])
-    assert exit_info.value.code == 2
+    assert main(["export", str(tmp_path), "--format", "csv", "--output", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "invalid choice: 'csv'" in err
 
 
 # ------------------------------------------------------------------------------- archives
@@ -301,3 +301,16 @@ def test_preprocess_reads_deepmind_s_archive_as_it_is(tmp_path, capsys):
     dataset = datasets.load_from_disk(str(out))
     for split, examples in written.items():
         assert [ClozeExample.from_row(r) for r in dataset[split]] == examples
+
+
+def test_export_keeps_the_url_the_url_lists_gave(trained, tmp_path):
+    """``.story`` files hold no url; preprocessed with url lists, their examples take the
+    listed one, and ``export`` writes it (never the pseudo url)."""
+    listed = set()
+    for name in ("all_train.txt", "all_val.txt", "all_test.txt"):
+        listed |= set((trained.corpus / "url_lists" / name).read_text().split())
+    assert main(["export", str(trained.data), "--output", str(tmp_path / "out")]) == 0
+    files = sorted((tmp_path / "out").glob("*/*.question"))
+    assert files
+    urls = {path.read_text(encoding="utf-8").split("\n", 1)[0] for path in files}
+    assert urls <= listed, urls - listed

@@ -370,7 +370,8 @@ def test_unreachable_hub_is_one_fast_line(monkeypatch):
     message = str(err.value)
     assert "\n" not in message
     assert message.startswith(
-        "cannot reach the Hugging Face hub for some-user/no_such_news_dataset;"
+        "cannot reach the Hugging Face hub for some-user/no_such_news_dataset (nor is it a "
+        "local file or folder);"
     )
     assert "local json/csv/parquet files with article/highlights columns" in message
 

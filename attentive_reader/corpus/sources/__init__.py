@@ -29,7 +29,7 @@ and hub datasets) and ``read.py`` (``iter_stories``, the entry point).
 """
 
 from attentive_reader.corpus.sources.archives import iter_members
-from attentive_reader.corpus.sources.huggingface import hub_reachable
+from attentive_reader.corpus.sources.huggingface import check_hub, hub_reachable
 from attentive_reader.corpus.sources.inputs import (
     ARCHIVE_SUFFIXES,
     HF_FILE_BUILDERS,
@@ -69,6 +69,7 @@ __all__ = [
     "decode_text",
     "detect_kind",
     "hash_split",
+    "check_hub",
     "hub_reachable",
     "iter_members",
     "iter_stories",

@@ -110,11 +110,25 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def _hub_unreachable(name: str) -> UserError:
+    local = " (nor is it a local file or folder)" if "/" in name else ""
     return UserError(
-        f"cannot reach the Hugging Face hub for {name}; download it elsewhere or pass local "
-        "json/csv/parquet files with article/highlights columns (set HF_HUB_OFFLINE=1 to use a "
-        "copy already in the datasets cache)"
+        f"cannot reach the Hugging Face hub for {name}{local}; download it elsewhere or pass "
+        "local json/csv/parquet files with article/highlights columns (set HF_HUB_OFFLINE=1 "
+        "to use a copy already in the datasets cache)"
     )
+
+
+def check_hub(name: str) -> None:
+    """Refuse a hub dataset when the hub cannot be reached (unless ``HF_HUB_OFFLINE`` is
+    set): online, ``load_dataset`` would retry an unreachable hub for ~20 s first.
+
+    Raises:
+        UserError: the hub endpoint does not answer within a few seconds.
+    """
+    import datasets
+
+    if not datasets.config.HF_HUB_OFFLINE and not hub_reachable():
+        raise _hub_unreachable(name)
 
 
 def _normal_split(name: str) -> str:
@@ -130,10 +144,7 @@ def iter_hub(
     from datasets.exceptions import DatasetNotFoundError
 
     offline = bool(datasets.config.HF_HUB_OFFLINE)
-    # Offline, load_dataset reads the local cache at once; online, it would retry an
-    # unreachable hub for ~20 s first, so probe the endpoint before.
-    if not offline and not hub_reachable():
-        raise _hub_unreachable(name)
+    check_hub(name)
     try:
         loaded = datasets.load_dataset(name, hf_config)
     except DatasetNotFoundError as err:

@@ -67,8 +67,12 @@ _HUB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)
 
 
 def _looks_like_path(input: str) -> bool:
-    """Whether a name that does not exist locally was meant as a path, not a hub dataset."""
-    return not _HUB_NAME.fullmatch(input) or _suffix_kind(input) is not None
+    """Whether a name that does not exist locally was meant as a path, not a hub dataset:
+    it cannot be a hub name, has a data file's suffix, or its first part is a local folder
+    (``data/nope`` beside a ``data/`` folder: a mistyped path, refused before any network)."""
+    if not _HUB_NAME.fullmatch(input) or _suffix_kind(input) is not None:
+        return True
+    return "/" in input and os.path.isdir(input.split("/", 1)[0])
 
 
 def detect_kind(input: str) -> InputKind:
