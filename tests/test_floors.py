@@ -29,6 +29,7 @@ FLOORS: dict[str, int] = {
     "run_lock": 0,
     "allocator": 0,
     "denormals": 0,
+    "wall_clock": 0,
     "version": 0,
     "upstream": 0,
     "markers": 0,
