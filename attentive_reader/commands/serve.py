@@ -100,6 +100,7 @@ def main(argv: list[str]) -> int:
     try:
         import uvicorn
 
+        from attentive_reader.serve import http
         from attentive_reader.serve.app import create_app
     except ImportError as error:
         raise UserError(
@@ -133,6 +134,7 @@ def main(argv: list[str]) -> int:
             port=args.port,
             log_level="warning",
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
+            **http.options(),  # limits on what a client sends before the app sees it
         )
     finally:
         pool.close()
