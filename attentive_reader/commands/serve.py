@@ -128,7 +128,7 @@ def main(argv: list[str]) -> int:
             )
         host = f"[{args.host}]" if ":" in args.host else args.host
         print(f"serving {args.ckpt} on http://{host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
-        uvicorn.run(
+        config = uvicorn.Config(
             app,
             host=args.host,
             port=args.port,
@@ -136,9 +136,30 @@ def main(argv: list[str]) -> int:
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
             **http.options(),  # limits on what a client sends before the app sees it
         )
+        server = _server_class()(config, pool)
+        server.run()
+        if not server.started:  # uvicorn logged why (the port is taken, ...)
+            raise UserError(f"could not serve on {host}:{args.port}: see the error above")
     finally:
         pool.close()
     return 0
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, which tells the pool when it is told to stop."""
+
+        def __init__(self, config: uvicorn.Config, pool: AnswerPool) -> None:
+            super().__init__(config)
+            self.pool = pool
+
+        def handle_exit(self, sig: int, frame: object) -> None:
+            self.pool.drain()  # workers killed with the server's group are not started again
+            super().handle_exit(sig, frame)
+
+    return Server
 
 
 def _terminated(signum: int, frame: object) -> None:

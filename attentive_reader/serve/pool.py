@@ -161,6 +161,7 @@ class AnswerPool:
         self._restarts = 0
         self._note: str | None = None  # why the pool is short of workers, for the health check
         self._closing = False
+        self._draining = False  # the server is stopping: no worker is started again
 
     @classmethod
     def threads(
@@ -293,6 +294,12 @@ class AnswerPool:
             ) from None
         return done.result
 
+    def drain(self) -> None:
+        """The server is told to stop: the live workers answer on, a dead one is not
+        replaced (a process manager's SIGTERM may reach the workers as well as the
+        server)."""
+        self._draining = True
+
     def close(self) -> None:
         """Stop the workers now: each ends within seconds, whatever it is doing; the
         questions in the pool get a 503 ``stopping``."""
@@ -301,6 +308,8 @@ class AnswerPool:
         for _ in self._slots:
             self._jobs.put(_STOP)
         for slot in self._slots:  # all are asked to stop before any is waited for
+            slot.worker.terminate()
+        for slot in self._slots:
             slot.worker.stop()
         self._fail_waiting(_stopping())
         for thread in self._threads:
@@ -338,7 +347,8 @@ class AnswerPool:
                 slot.worker.pid,
                 error,
             )
-            job.future.set_exception(_stopping() if self._closing else self._died())
+            stopping = self._closing or self._draining
+            job.future.set_exception(_stopping() if stopping else self._died())
         except BaseException as error:  # the reader's refusal, or a bug (a 500)
             job.future.set_exception(error)
         else:
@@ -349,7 +359,7 @@ class AnswerPool:
 
     def _replace(self, slot: _Slot) -> bool:
         """A new worker in the place of ``slot``'s dead one; False when it is given up."""
-        if self._closing:
+        if self._closing or self._draining:
             return False
         now = time.monotonic()
         slot.deaths.append(now)
@@ -370,6 +380,9 @@ class AnswerPool:
         slot.worker.stop()
         slot.worker = self._make_worker()
         slot.worker.launch()
+        if self._closing:  # close() may have stopped the old worker while this one started
+            slot.worker.stop()
+            return False
         try:
             slot.worker.wait_ready(LOAD_SECONDS)
         except (UserError, WorkerDied, TimeoutError) as error:

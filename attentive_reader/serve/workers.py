@@ -114,6 +114,9 @@ class Worker(Protocol):
     def ended(self) -> str:
         """How a dead worker ended, for a log line (``killed by SIGKILL``)."""
 
+    def terminate(self) -> None:
+        """Ask the worker to end, without waiting (``stop`` waits)."""
+
     def stop(self) -> None:
         """End the worker now, whatever it is doing."""
 
@@ -152,6 +155,9 @@ class ThreadWorker:
 
     def ended(self) -> str:
         return "did not end"
+
+    def terminate(self) -> None:
+        pass
 
     def stop(self) -> None:
         pass
@@ -229,6 +235,11 @@ class ProcessWorker:
         if code < 0:
             return f"was killed by {signal.Signals(-code).name}"
         return f"exited with status {code}"
+
+    def terminate(self) -> None:
+        """SIGTERM."""
+        if self._process is not None and self._process.is_alive():
+            self._process.terminate()
 
     def stop(self, seconds: float = 3.0) -> None:
         """SIGTERM, then SIGKILL after ``seconds``."""
