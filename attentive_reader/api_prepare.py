@@ -1,12 +1,13 @@
 """Preparing a document and a query for a reader, as the training data was prepared.
 
 The document/query side of ``attentive_reader.api``: ``parse_query`` finds the query's one
-blank (``BLANK``: ``@placeholder``, ``___`` or ``XXX``), ``document_text`` drops a ``.story``
-text's highlights, ``cut_document`` cuts the article to the training data's context cap and
-``cloze_example`` anonymizes the document and the query with ``corpus.cloze.make_examples``
-(the query passed as a highlight, its blank a token that is no name). ``load_nlp`` loads the
-spaCy pipeline a checkpoint's training data was preprocessed with, and warns
-(``PipelineWarning``) when the installed one differs.
+blank (``BLANK``: ``@placeholder``, ``___`` or ``XXX``), ``document_text`` normalizes the
+article as preprocessing does and drops a ``.story`` text's highlights, ``cut_document``
+cuts the article to the training data's context cap and ``cloze_example`` anonymizes the
+document and the query with ``corpus.cloze.make_examples`` (the query passed as a highlight,
+its blank a token that is no name). ``load_nlp`` loads the spaCy pipeline a checkpoint's
+training data was preprocessed with, and warns (``PipelineWarning``) when the installed one
+differs.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from attentive_reader.corpus.anonymize import EntitySpan, anonymize
+from attentive_reader.corpus.article import normalize_article
 from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
 from attentive_reader.corpus.entities import find_mentions
 from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info
@@ -94,7 +96,8 @@ def parse_query(query: str) -> ParsedQuery:
 
 
 def document_text(document: str) -> str:
-    """The article of a document: a ``.story`` text loses its ``@highlight`` blocks.
+    """The article of a document, normalized as a preprocessed article is
+    (``corpus.article.normalize_article``); a ``.story`` text loses its ``@highlight`` blocks.
 
     Raises:
         UserError: an empty document, or a ``.story`` text with no article before its
@@ -108,7 +111,7 @@ def document_text(document: str) -> str:
         if isinstance(story, Skip):
             raise UserError(f"the document is a .story text with {story.detail}", code="bad_story")
         return story.article
-    return document
+    return normalize_article(document)
 
 
 def _short(text: str, size: int = 60) -> str:

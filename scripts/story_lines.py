@@ -17,7 +17,8 @@ The three readings:
 
 - ``rows as given``: the file itself (its articles carry the script's full stops);
 - ``.story lines``: one paragraph per line, without the script's stops, as a ``.story``
-  file of the corpus has them (``preprocess`` adds the stops back: ``close_paragraph``);
+  file of the corpus has them (``preprocess`` adds the stops back:
+  ``corpus.article.close_paragraph``);
 - ``lines run together``: the same lines joined by spaces into one paragraph, without the
   stops: the shape of a text whose line breaks were lost (the 250 test stories shared with
   this project's tests come so), where a caption runs on into the next sentence.

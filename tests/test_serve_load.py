@@ -34,3 +34,26 @@ def test_serve_load_prints_rates_latencies_statuses_and_memory(trained):
         out,
         re.M,
     )
+
+
+def test_the_soak_kills_workers_and_every_request_gets_an_answer_or_a_documented_code(trained):
+    from tests.serve.test_json_api import DOCS
+
+    options = ["--tokens", "40", "--clients", "4", "--workers", "2", "--minutes", "0.25"]
+    run = run_script(trained, "serve_load.py", *options, "--kill-every", "5", "--sample-every", "3")
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = run.stdout
+    assert re.search(r"^soak: 4 clients for 0.25 min against --workers 2 ", out, re.M)
+    lines = re.findall(r"^ +\d+s +[\d.]+ +\d+ +\d+ .*server \d+, worker \d+ \d+", out, re.M)
+    assert len(lines) >= 4
+    killed = re.search(r"^workers killed: (\d+); all workers live again after: (.*)$", out, re.M)
+    assert killed and int(killed[1]) >= 1 and "not seen" not in killed[2]
+    # Every response is an answer or a documented refusal (no 500, none without a code).
+    responses = re.search(r"^responses: (.*)$", out, re.M)[1]
+    labels = dict(item.rsplit(": ", 1) for item in responses.split(", "))
+    documented = set(re.findall(r"^\| (\d{3} \| `\w+`) \|", DOCS.read_text(), re.M))
+    for label in labels:
+        assert label == "200" or label.replace(" ", " | `", 1) + "`" in documented, label
+    assert int(labels["200"]) > 0
+    assert re.search(r"^health at the end: status ok, live 2 of 2, restarts [1-9]", out, re.M)
+    assert re.search(r"^memory after the warm-up -> the end: server \d+ -> \d+ MiB", out, re.M)

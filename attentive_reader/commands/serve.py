@@ -7,12 +7,14 @@ A JSON API answers programs beside it (``/api/answer``, ``/api/answer_many``,
 with its own reader (``--pool thread``: one thread sharing the loaded one); ``--queue`` more
 may wait (then 503 with ``Retry-After``), and ``--timeout`` limits each (504). The page is
 built by ``attentive_reader.serve.app.create_app`` and served by uvicorn on ``127.0.0.1``
-unless ``--host`` says otherwise.
+unless ``--host`` says otherwise. SIGTERM stops it as Ctrl-C does, its workers with it.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from attentive_reader.serve.pool import AnswerPool
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+# Seconds that questions in the server are given to be answered once it is told to stop.
+GRACEFUL_SECONDS = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,9 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     _check(args)
+    # SIGTERM (systemd, a container runtime, kill) stops the server as Ctrl-C does: through
+    # the finally below, which stops the workers. uvicorn handles it while it serves, then
+    # raises it again, which lands here.
+    signal.signal(signal.SIGTERM, _terminated)
+    logging.basicConfig(format="attentive-reader serve: %(levelname)s: %(message)s")
     try:
         import uvicorn
 
+        from attentive_reader.serve import http
         from attentive_reader.serve.app import create_app
     except ImportError as error:
         raise UserError(
@@ -118,10 +128,43 @@ def main(argv: list[str]) -> int:
             )
         host = f"[{args.host}]" if ":" in args.host else args.host
         print(f"serving {args.ckpt} on http://{host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        config = uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            timeout_graceful_shutdown=GRACEFUL_SECONDS,
+            **http.options(),  # limits on what a client sends before the app sees it
+        )
+        server = _server_class()(config, pool)
+        server.run()
+        if not server.started:  # uvicorn logged why (the port is taken, ...)
+            raise UserError(f"could not serve on {host}:{args.port}: see the error above")
     finally:
         pool.close()
     return 0
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, which tells the pool when it is told to stop."""
+
+        def __init__(self, config: uvicorn.Config, pool: AnswerPool) -> None:
+            super().__init__(config)
+            self.pool = pool
+
+        def handle_exit(self, sig: int, frame: object) -> None:
+            self.pool.drain()  # workers killed with the server's group are not started again
+            super().handle_exit(sig, frame)
+
+    return Server
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM's handler: unwind (through ``finally``), exiting with 143 as a shell reports it."""
+    raise SystemExit(128 + signum)
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -146,7 +189,8 @@ def _check(args: argparse.Namespace) -> None:
 
 def _pool(args: argparse.Namespace, reader: Reader) -> AnswerPool:
     """The answering pool (a process pool's workers start with ``AnswerPool.start``)."""
-    from attentive_reader.serve.pool import AnswerPool, ReaderSource
+    from attentive_reader.serve.pool import AnswerPool
+    from attentive_reader.serve.workers import ReaderSource
 
     if args.pool == "thread":
         import torch

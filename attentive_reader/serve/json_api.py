@@ -6,7 +6,8 @@
 * ``POST /api/answer_many``: ``{"questions": [{"document": ..., "query": ...}, ...],
   "top": N, "heatmap": BOOL}`` (at most ``MAX_QUESTIONS``) -> ``{"answers": [...]}`` in the
   same order, a question the reader refuses as its error object in its place;
-* ``GET /api/health``: the model, its pipeline, the toolkit's version and the queue.
+* ``GET /api/health``: the model, its pipeline, the toolkit's version, the workers (live,
+  restarted, given up: ``pool.AnswerPool.state``) and the queue; a 503 when no worker is left.
 
 A request is checked whole before any work (``parse_request``): a JSON object in UTF-8 with
 exactly the fields above, of the right types. Anything else is a 4xx with a stable ``error``
@@ -195,7 +196,9 @@ def api_routes(pool: AnswerPool, *, max_bytes: int, info: dict[str, Any]) -> lis
         return JSONResponse({"answers": answers})
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", **info, **pool.state()})
+        state = pool.state()  # a 503 when no worker is left, for a load balancer's check
+        status = 503 if state["status"] == "down" else 200
+        return JSONResponse({"status": state["status"], **info, **state}, status_code=status)
 
     return [
         Route("/api/answer", answer, methods=["POST"]),

@@ -1,10 +1,19 @@
-"""The answering pool of ``attentive-reader serve``: readers working off the event loop, bounded.
+"""The answering pool of ``attentive-reader serve``: supervised workers behind a bounded queue.
 
 Answering (spaCy NER, then the reader: 0.1-0.8 s of CPU) never runs on the event loop, so
 the page and the health check answer at once while questions are being answered. At most
 ``workers`` questions are answered at a time and at most ``queue`` more wait; one more is
 refused with a 503 (``busy``, with ``Retry-After``), and a question not answered within
 ``timeout`` seconds of its arrival gets a 504 (``timeout``).
+
+Each worker (``workers.Worker``) has a thread of the pool that takes the waiting questions
+one at a time, hands each to its worker and waits for the answer or the worker's death. So
+the pool is a supervisor too: a worker process that dies (``kill -9``, out of memory) is
+seen within ``ProcessWorker.check_every`` and replaced; the question it held gets a 503
+``worker_died`` with ``Retry-After``, and the waiting ones are answered by the other workers
+and the new one. A worker that dies ``max_deaths`` times within ``death_window`` seconds is
+not started again (one log line says so, and ``state()``); with none left, every question
+gets a 503 ``workers_lost``.
 
 Two kinds of pool:
 
@@ -23,36 +32,47 @@ cannot be stopped halfway), and its place counts until then; one still waiting i
 from __future__ import annotations
 
 import asyncio
+import collections
+import logging
 import math
-import multiprocessing
 import os
-import signal
+import queue as queues
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import (
-    BrokenExecutor,
-    Executor,
-    Future,
-    ProcessPoolExecutor,
-    ThreadPoolExecutor,
-)
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from attentive_reader.errors import UserError
 from attentive_reader.serve.problems import Problem
+from attentive_reader.serve.workers import (
+    Done,
+    ProcessWorker,
+    ReaderSource,
+    Task,
+    ThreadWorker,
+    Worker,
+    WorkerDied,
+)
 
 if TYPE_CHECKING:
     from attentive_reader.api import Reader
 
 PoolKind = Literal["process", "thread"]
-Task = Literal["answer", "answer_many", "answer_example"]
+Status = Literal["ok", "degraded", "down"]
 
 DEFAULT_QUEUE = 16
 DEFAULT_TIMEOUT = 30.0
+# A worker that dies this often is not started again (a crash loop: a broken model, memory).
+MAX_DEATHS = 5
+DEATH_WINDOW = 60.0
 # The first guess of the seconds one question takes, for Retry-After before any is answered.
 FIRST_GUESS_SECONDS = 1.0
+# The seconds a worker process may take to load its reader.
+LOAD_SECONDS = 600.0
+
+log = logging.getLogger(__name__)
 
 
 def cores() -> int:
@@ -63,111 +83,57 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-@dataclass(frozen=True)
-class ReaderSource:
-    """How a worker process loads its own reader: the arguments of ``Reader.load``.
+@dataclass
+class _Job:
+    """A question in the pool: what to run and where its answer goes."""
 
-    Attributes:
-        ckpt: the reader checkpoint.
-        spacy_model: a spaCy pipeline instead of the recorded one.
-        device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
-        batch_size: examples per forward pass in ``answer_many``.
-    """
-
-    ckpt: str
-    spacy_model: str | None = None
-    device: str = "cpu"
-    batch_size: int = 32
-
-    def load(self) -> Reader:
-        """The reader, its pipeline warnings left to the parent (which loaded it first)."""
-        from attentive_reader.api import Reader
-
-        return Reader.load(
-            self.ckpt,
-            spacy_model=self.spacy_model,
-            device=self.device,
-            batch_size=self.batch_size,
-            warn=lambda message: None,
-        )
+    task: Task
+    args: tuple
+    kwargs: dict
+    future: Future = field(default_factory=Future)
 
 
-@dataclass(frozen=True)
-class _Done:
-    """A task's result and the seconds its worker spent on it."""
+@dataclass
+class _Slot:
+    """One worker's place in the pool: the worker now in it and its history."""
 
-    result: Any
-    seconds: float
-
-
-def _call(reader: Reader, task: Task, args: tuple, kwargs: dict) -> _Done:
-    started = time.perf_counter()
-    result = getattr(reader, task)(*args, **kwargs)
-    return _Done(result, time.perf_counter() - started)
+    number: int
+    worker: Worker
+    state: Literal["starting", "live", "given_up"] = "starting"
+    busy: bool = False
+    deaths: collections.deque = field(default_factory=collections.deque)
 
 
-# --- inside a worker process ---------------------------------------------------------------
-
-_worker_reader: Reader | None = None
-_worker_error: UserError | None = None
-
-
-def _start_worker(source: ReaderSource, torch_threads: int) -> None:
-    """A worker process's initializer: its thread counts, then its own reader."""
-    global _worker_reader, _worker_error
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops us
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[name] = str(torch_threads)  # before numpy and torch start their pools
-    import torch
-
-    torch.set_num_threads(torch_threads)
-    try:
-        _worker_reader = source.load()
-    except UserError as error:  # raised by every task, so the parent reports it in one line
-        _worker_error = error
-
-
-def _work(task: Task, args: tuple, kwargs: dict) -> _Done:
-    if _worker_error is not None:
-        raise _worker_error
-    assert _worker_reader is not None
-    return _call(_worker_reader, task, args, kwargs)
-
-
-def _ready(pause: float) -> int:
-    """A warm-up task: the worker's process id once its reader is loaded."""
-    if _worker_error is not None:
-        raise _worker_error
-    time.sleep(pause)  # so that the other workers take the other warm-up tasks
-    return os.getpid()
-
-
-# --- the pool, in the server's process ------------------------------------------------------
+_STOP = None  # put in the queue by close(): a slot's thread ends
 
 
 class AnswerPool:
     """Readers answering off the event loop: ``workers`` at a time, ``queue`` waiting.
 
-    Build one with ``AnswerPool.threads`` or ``AnswerPool.processes``.
+    Build one with ``AnswerPool.threads`` or ``AnswerPool.processes``; ``start`` starts its
+    workers.
 
     Args:
-        executor: where the tasks run.
-        submit: ``submit(task, args, kwargs)`` -> a future of a ``_Done``.
+        make_worker: a new, not yet launched worker (called again for each replacement).
         kind: ``process`` or ``thread``.
         workers: questions answered at a time.
         queue: questions that may wait beyond those.
         timeout: seconds from a question's arrival to its answer, else a 504.
+        max_deaths: deaths of one worker within ``death_window`` seconds after which it is
+            not started again.
+        death_window: see ``max_deaths``.
     """
 
     def __init__(
         self,
-        executor: Executor,
-        submit: Callable[[Task, tuple, dict], Future],
+        make_worker: Callable[[], Worker],
         *,
         kind: PoolKind,
         workers: int,
         queue: int = DEFAULT_QUEUE,
         timeout: float = DEFAULT_TIMEOUT,
+        max_deaths: int = MAX_DEATHS,
+        death_window: float = DEATH_WINDOW,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be positive, got {workers}")
@@ -175,27 +141,38 @@ class AnswerPool:
             raise ValueError(f"queue must be zero or more, got {queue}")
         if not 0 < timeout < math.inf:
             raise ValueError(f"timeout must be positive, got {timeout}")
+        if max_deaths < 1 or not death_window > 0:
+            raise ValueError(
+                f"max_deaths and death_window must be positive, got {max_deaths}, {death_window}"
+            )
         self.kind = kind
         self.workers = workers
         self.queue = queue
         self.timeout = timeout
-        self._executor = executor
-        self._submit = submit
+        self.max_deaths = max_deaths
+        self.death_window = death_window
+        self._make_worker = make_worker
+        self._jobs: queues.SimpleQueue[_Job | None] = queues.SimpleQueue()
         self._lock = threading.Lock()
+        self._slots: list[_Slot] = []
+        self._threads: list[threading.Thread] = []
         self._in_flight = 0  # submitted and not finished (running or waiting)
         self._seconds = FIRST_GUESS_SECONDS  # a running mean of the seconds per task
+        self._restarts = 0
+        self._note: str | None = None  # why the pool is short of workers, for the health check
+        self._closing = False
+        self._draining = False  # the server is stopping: no worker is started again
 
     @classmethod
     def threads(
         cls, reader: Reader, *, queue: int = DEFAULT_QUEUE, timeout: float = DEFAULT_TIMEOUT
     ) -> AnswerPool:
-        """One worker thread answering with ``reader`` (shared: nothing is copied)."""
-        executor = ThreadPoolExecutor(1, thread_name_prefix="answer")
-
-        def submit(task: Task, args: tuple, kwargs: dict) -> Future:
-            return executor.submit(_call, reader, task, args, kwargs)
-
-        return cls(executor, submit, kind="thread", workers=1, queue=queue, timeout=timeout)
+        """One worker thread answering with ``reader`` (shared: nothing is copied); started."""
+        pool = cls(
+            lambda: ThreadWorker(reader), kind="thread", workers=1, queue=queue, timeout=timeout
+        )
+        pool.start()
+        return pool
 
     @classmethod
     def processes(
@@ -206,85 +183,108 @@ class AnswerPool:
         queue: int = DEFAULT_QUEUE,
         timeout: float = DEFAULT_TIMEOUT,
         torch_threads: int = 1,
+        max_deaths: int = MAX_DEATHS,
+        death_window: float = DEATH_WINDOW,
     ) -> AnswerPool:
         """``workers`` processes, each with its own reader loaded from ``source`` and
         ``torch_threads`` torch threads; ``start`` loads them."""
-        if workers < 1:
-            raise ValueError(f"workers must be positive, got {workers}")
-        executor = ProcessPoolExecutor(
-            workers,
-            mp_context=multiprocessing.get_context("spawn"),  # no fork of a threaded server
-            initializer=_start_worker,
-            initargs=(source, torch_threads),
+        return cls(
+            lambda: ProcessWorker(source, torch_threads),
+            kind="process",
+            workers=workers,
+            queue=queue,
+            timeout=timeout,
+            max_deaths=max_deaths,
+            death_window=death_window,
         )
 
-        def submit(task: Task, args: tuple, kwargs: dict) -> Future:
-            return executor.submit(_work, task, args, kwargs)
-
-        return cls(executor, submit, kind="process", workers=workers, queue=queue, timeout=timeout)
-
-    def start(self, seconds: float = 600.0) -> list[int]:
+    def start(self, seconds: float = LOAD_SECONDS) -> list[int]:
         """Start every worker and wait until each has loaded its reader.
 
         Returns:
             The workers' process ids (the server's own for a thread pool).
 
         Raises:
-            UserError: a worker could not load its reader, or not within ``seconds``.
+            UserError: a worker could not load the reader, or not within ``seconds``.
         """
-        if self.kind == "thread":
-            return [os.getpid()]
-        seen: set[int] = set()
+        if self._slots:
+            raise RuntimeError("the pool is started already")
+        self._slots = [_Slot(number, self._make_worker()) for number in range(self.workers)]
+        for slot in self._slots:
+            slot.worker.launch()  # all load at once
         deadline = time.monotonic() + seconds
-        while len(seen) < self.workers:
-            try:
-                futures = [self._executor.submit(_ready, 0.2) for _ in range(self.workers)]
-                for future in futures:
-                    seen.add(future.result(timeout=max(0.0, deadline - time.monotonic())))
-            except TimeoutError:
-                raise UserError(
-                    f"{self.workers - len(seen)} of {self.workers} answering workers did not "
-                    f"load the reader within {seconds:g} s"
-                ) from None
-            except BrokenExecutor as error:
-                raise UserError(
-                    f"an answering worker stopped while loading the reader ({error}); its "
-                    "error is printed above"
-                ) from None
-        return sorted(seen)
+        try:
+            for slot in self._slots:
+                self._wait_ready(slot, max(0.0, deadline - time.monotonic()))
+        except BaseException:
+            self.close()
+            raise
+        for slot in self._slots:
+            thread = threading.Thread(
+                target=self._serve, args=(slot,), name=f"answer-{slot.number}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+        return sorted(slot.worker.pid for slot in self._slots)
+
+    def _wait_ready(self, slot: _Slot, seconds: float) -> None:
+        try:
+            slot.worker.wait_ready(seconds)
+        except TimeoutError:
+            raise UserError(
+                f"an answering worker did not load the reader within {seconds:g} s"
+            ) from None
+        except WorkerDied as error:
+            raise UserError(
+                f"an answering worker {error} while loading the reader; its error is printed above"
+            ) from None
+        slot.state = "live"
 
     def state(self) -> dict[str, Any]:
-        """The pool for the health check: its kind and size, and the questions in it."""
+        """The pool for the health check: its status (``ok``; ``degraded``: a worker is
+        being replaced or was given up; ``down``: none is left), kind and size, the live
+        workers, the restarts so far, the questions in it, and a ``note`` saying why when
+        workers were given up."""
         with self._lock:
-            in_flight = self._in_flight
-        return {
-            "pool": self.kind,
-            "workers": self.workers,
-            "answering": min(in_flight, self.workers),
-            "waiting": max(0, in_flight - self.workers),
-            "queue": self.queue,
-            "timeout": self.timeout,
-        }
+            live = sum(slot.state == "live" for slot in self._slots)
+            left = self._serving()
+            answering = sum(slot.busy for slot in self._slots)
+            status: Status = "ok" if live == self.workers else "degraded" if left else "down"
+            return {
+                "status": status,
+                "pool": self.kind,
+                "workers": self.workers,
+                "live": live,
+                "restarts": self._restarts,
+                "answering": answering,
+                "waiting": max(0, self._in_flight - answering),
+                "queue": self.queue,
+                "timeout": self.timeout,
+                "note": self._note,
+            }
 
     async def run(self, task: Task, *args: Any, **kwargs: Any) -> Any:
         """``reader.<task>(*args, **kwargs)`` on a worker.
 
         Raises:
-            Problem: 503 ``busy`` (the queue is full), 504 ``timeout``, 503 ``workers_lost``.
+            Problem: 503 ``busy`` (the queue is full), 504 ``timeout``, 503 ``worker_died``
+                (the worker answering it died), 503 ``workers_lost`` (none is left), 503
+                ``stopping`` (the server is stopping).
             UserError: the reader's refusal of the question.
         """
-        with self._lock:
-            if self._in_flight >= self.workers + self.queue:
+        job = _Job(task, args, kwargs)
+        with self._lock:  # checked and queued at once: see _give_up
+            if self._closing:
+                raise _stopping()
+            if not self._serving():
+                raise self._lost()
+            if self._in_flight >= self._serving() + self.queue:
                 raise self._busy()
             self._in_flight += 1
+            job.future.add_done_callback(self._finished)
+            self._jobs.put(job)
         try:
-            future = self._submit(task, args, kwargs)
-        except BaseException:
-            self._finished(None)
-            raise
-        future.add_done_callback(self._finished)
-        try:
-            done = await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
+            done = await asyncio.wait_for(asyncio.wrap_future(job.future), self.timeout)
         except asyncio.TimeoutError:  # wait_for cancelled the future: dropped if still waiting
             raise Problem(
                 504,
@@ -292,29 +292,152 @@ class AnswerPool:
                 f"the question was not answered within {self.timeout:g} s; the server is "
                 "busy or the document is long: try again later",
             ) from None
-        except BrokenExecutor:
-            raise Problem(
-                503,
-                "workers_lost",
-                "the answering workers stopped (out of memory?); restart the server",
-            ) from None
         return done.result
 
-    def close(self) -> None:
-        """Stop the workers (waiting questions are dropped, running ones finish)."""
-        self._executor.shutdown(wait=True, cancel_futures=True)
+    def drain(self) -> None:
+        """The server is told to stop: the live workers answer on, a dead one is not
+        replaced (a process manager's SIGTERM may reach the workers as well as the
+        server)."""
+        self._draining = True
 
-    def _finished(self, future: Future | None) -> None:
+    def close(self) -> None:
+        """Stop the workers now: each ends within seconds, whatever it is doing; the
+        questions in the pool get a 503 ``stopping``."""
+        with self._lock:
+            self._closing = True
+        for _ in self._slots:
+            self._jobs.put(_STOP)
+        for slot in self._slots:  # all are asked to stop before any is waited for
+            slot.worker.terminate()
+        for slot in self._slots:
+            slot.worker.stop()
+        self._fail_waiting(_stopping())
+        for thread in self._threads:
+            thread.join(5.0)
+
+    # --- a slot's thread ---------------------------------------------------------------------
+
+    def _serve(self, slot: _Slot) -> None:
+        """Answer the waiting questions with ``slot``'s worker; replace it when it dies."""
+        while not self._closing:
+            if not slot.worker.alive():
+                if not self._replace(slot):
+                    return
+                continue
+            try:
+                job = self._jobs.get(timeout=slot.worker.check_every)
+            except queues.Empty:
+                continue
+            if job is _STOP:
+                return
+            self._answer(slot, job)
+
+    def _answer(self, slot: _Slot, job: _Job) -> None:
+        if not job.future.set_running_or_notify_cancel():  # dropped: its time ran out
+            return
+        with self._lock:
+            slot.busy = True
+        try:
+            done = slot.worker.ask(job.task, job.args, job.kwargs)
+        except WorkerDied as error:
+            log.warning(
+                "answering worker %d (process %d) %s while answering; its question gets a "
+                "503 worker_died",
+                slot.number,
+                slot.worker.pid,
+                error,
+            )
+            stopping = self._closing or self._draining
+            job.future.set_exception(_stopping() if stopping else self._died())
+        except BaseException as error:  # the reader's refusal, or a bug (a 500)
+            job.future.set_exception(error)
+        else:
+            job.future.set_result(done)
+        finally:
+            with self._lock:
+                slot.busy = False
+
+    def _replace(self, slot: _Slot) -> bool:
+        """A new worker in the place of ``slot``'s dead one; False when it is given up."""
+        if self._closing or self._draining:
+            return False
+        now = time.monotonic()
+        slot.deaths.append(now)
+        while slot.deaths and slot.deaths[0] < now - self.death_window:
+            slot.deaths.popleft()
+        how = slot.worker.ended()
+        if len(slot.deaths) >= self.max_deaths:
+            self._give_up(slot, how)
+            return False
+        with self._lock:
+            slot.state = "starting"
+        log.warning(
+            "answering worker %d (process %d) %s; starting another",
+            slot.number,
+            slot.worker.pid,
+            how,
+        )
+        slot.worker.stop()
+        slot.worker = self._make_worker()
+        slot.worker.launch()
+        if self._closing:  # close() may have stopped the old worker while this one started
+            slot.worker.stop()
+            return False
+        try:
+            slot.worker.wait_ready(LOAD_SECONDS)
+        except (UserError, WorkerDied, TimeoutError) as error:
+            log.warning("answering worker %d did not start again: %s", slot.number, error)
+            slot.worker.stop()  # dead now: the next turn of _serve counts it
+            return True
+        with self._lock:
+            slot.state = "live"
+            self._restarts += 1
+        return True
+
+    def _give_up(self, slot: _Slot, how: str) -> None:
+        with self._lock:
+            slot.state = "given_up"
+            left = self._serving()
+            self._note = (
+                f"answering worker {slot.number} died {len(slot.deaths)} times within "
+                f"{self.death_window:g} s (last: {how}) and is not started again; {left} of "
+                f"{self.workers} workers left"
+                + ("" if left else ": no question can be answered; restart the server")
+            )
+        log.error(self._note)
+        if not left:
+            self._fail_waiting(self._lost())
+
+    # --- helpers (the lock: held by the caller where said) ---------------------------------
+
+    def _serving(self) -> int:
+        """The workers not given up (live or being started); under the lock."""
+        return sum(slot.state != "given_up" for slot in self._slots)
+
+    def _fail_waiting(self, problem: Problem) -> None:
+        """Every waiting question gets ``problem``."""
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queues.Empty:
+                return
+            if job is not _STOP and job.future.set_running_or_notify_cancel():
+                job.future.set_exception(problem)
+
+    def _finished(self, future: Future) -> None:
         with self._lock:
             self._in_flight -= 1
-            if future is not None and not future.cancelled() and future.exception() is None:
-                seconds = future.result().seconds
-                self._seconds = 0.8 * self._seconds + 0.2 * seconds
+            if not future.cancelled() and future.exception() is None:
+                done: Done = future.result()
+                self._seconds = 0.8 * self._seconds + 0.2 * done.seconds
+
+    def _retry_after(self, waiting: int) -> int:
+        """Seconds until ``waiting`` questions are answered; under the lock."""
+        return max(1, math.ceil(self._seconds * waiting / max(1, self._serving())))
 
     def _busy(self) -> Problem:
-        # Called under the lock: the seconds until the waiting questions are answered.
-        waiting = self._in_flight - self.workers + 1
-        retry = max(1, math.ceil(self._seconds * waiting / self.workers))
+        # Under the lock.
+        retry = self._retry_after(self._in_flight - self._serving() + 1)
         return Problem(
             503,
             "busy",
@@ -322,3 +445,21 @@ class AnswerPool:
             f"try again in {retry} s",
             {"Retry-After": str(retry)},
         )
+
+    def _died(self) -> Problem:
+        with self._lock:
+            retry = self._retry_after(max(1, self._in_flight - self._serving() + 1))
+        return Problem(
+            503,
+            "worker_died",
+            "the worker answering this question stopped (killed, or out of memory?) and is "
+            f"being replaced; try again in {retry} s",
+            {"Retry-After": str(retry)},
+        )
+
+    def _lost(self) -> Problem:
+        return Problem(503, "workers_lost", self._note or "no answering worker is left")
+
+
+def _stopping() -> Problem:
+    return Problem(503, "stopping", "the server is stopping; try again once it is back")

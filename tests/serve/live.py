@@ -1,4 +1,5 @@
-"""A real uvicorn server on ``127.0.0.1`` for the serve tests, in a thread of the test process."""
+"""A real uvicorn server on ``127.0.0.1`` for the serve tests, in a thread of the test process,
+with the serve command's HTTP settings (``serve.http.options``)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ def running(app) -> Iterator[str]:
     """Serve ``app`` with uvicorn on a free port of ``127.0.0.1``; yields its base URL."""
     import uvicorn
 
+    from attentive_reader.serve import http
+
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    options = http.options()  # as the serve command runs it
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **options)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

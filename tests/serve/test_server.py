@@ -165,7 +165,8 @@ def test_a_body_that_never_finishes_is_408(reader, caplog):
 
 def test_worker_processes_answer_as_the_reader_does(trained, reader):
     from attentive_reader.serve.app import create_app
-    from attentive_reader.serve.pool import AnswerPool, ReaderSource
+    from attentive_reader.serve.pool import AnswerPool
+    from attentive_reader.serve.workers import ReaderSource
 
     pool = AnswerPool.processes(ReaderSource(str(trained.ckpt)), workers=1, queue=4)
     try:

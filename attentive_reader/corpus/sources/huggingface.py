@@ -9,6 +9,7 @@ import socket
 from collections.abc import Iterator, Sequence
 from urllib.parse import urlparse
 
+from attentive_reader.corpus.article import normalize_article
 from attentive_reader.corpus.records import SPLITS, Skip, Story, safe_id
 from attentive_reader.corpus.sources.inputs import HF_FILE_BUILDERS, SPLIT_ALIASES, split_input
 from attentive_reader.corpus.sources.splits import text_sha1, url_sha1
@@ -36,8 +37,9 @@ def _highlight_lines(value: object) -> tuple[str, ...]:
 
 
 def _row_story(row: dict, *, source: str, split: str) -> Story | Skip:
-    article = row.get("article")
-    article = "" if article is None else str(article).strip()
+    raw = row.get("article")
+    raw = "" if raw is None else str(raw).strip()
+    article = normalize_article(raw)  # as a .story's article or a document to answer
     highlights = _highlight_lines(row.get("highlights"))
     if not article:
         return Skip(source, "no_article", "empty article")
@@ -50,7 +52,7 @@ def _row_story(row: dict, *, source: str, split: str) -> Story | Skip:
     if raw_id:
         story_id = safe_id(raw_id)
     else:
-        story_id = url_sha1(url) if url else text_sha1(article)
+        story_id = url_sha1(url) if url else text_sha1(raw)  # the id of the text as given
     return Story(
         id=story_id, article=article, highlights=highlights, url=url, source=source, split=split
     )

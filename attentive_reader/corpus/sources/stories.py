@@ -8,31 +8,12 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from attentive_reader.corpus.article import normalize_article
 from attentive_reader.corpus.records import Skip, Story, safe_id
 from attentive_reader.corpus.sources.archives import iter_members
 from attentive_reader.corpus.sources.inputs import STORY_SUFFIX, walk_files
 
 HIGHLIGHT_MARKER = "@highlight"
-
-# How a paragraph may end and still close its sentence: the list of the reference CNN /
-# Daily Mail script (See et al. 2017, ``make_datafiles.py``), which Hugging Face's
-# ``cnn_dailymail`` articles follow too.
-SENTENCE_ENDS = (".", "!", "?", "...", "'", "`", '"', "\u2019", "\u201d", ")")
-
-
-def close_paragraph(line: str) -> str:
-    """A paragraph with a full stop (``" ."``) added when it ends without one.
-
-    A photo caption or a heading is a line of its own in a ``.story`` file, most often
-    without a full stop; joined to the next paragraph it would run on into it ("defeat at
-    Crystal Palace" + "Manchester City captain Vincent Kompany looks dejected"), and NER
-    and the grouping would read the two as one sentence. The reference script adds the
-    stop, and the Hugging Face articles carry it, so a story reads the same from either.
-
-    >>> close_paragraph("Goodison Park"), close_paragraph("He said: 'No.'")
-    ('Goodison Park .', "He said: 'No.'")
-    """
-    return line if line.endswith(SENTENCE_ENDS) else line + " ."
 
 
 def decode_text(data: bytes, source: str) -> str | Skip:
@@ -66,9 +47,10 @@ def parse_story(text: str, *, story_id: str, source: str, url: str | None = None
 
     The format: article paragraphs (one per non-blank line), then ``@highlight`` blocks; the
     non-blank lines after the first ``@highlight`` are the highlights (the rule of the
-    reference CNN / Daily Mail scripts, so a block normally holds one line). A paragraph
-    that does not end a sentence gets a full stop (``close_paragraph``); highlights are
-    kept as written (they become the queries).
+    reference CNN / Daily Mail scripts, so a block normally holds one line). The article is
+    normalized as every article is (``corpus.article.normalize_article``: a paragraph that
+    does not end a sentence gets a full stop); highlights are kept as written (they become
+    the queries).
 
     Args:
         text: the file's text.
@@ -83,7 +65,7 @@ def parse_story(text: str, *, story_id: str, source: str, url: str | None = None
     """
     if not text.strip():
         return Skip(source, "empty", "empty file")
-    paragraphs: list[str] = []
+    paragraphs: list[str] = []  # the article's lines
     highlights: list[str] = []
     in_highlights = False
     first_marker_line = 0
@@ -98,7 +80,7 @@ def parse_story(text: str, *, story_id: str, source: str, url: str | None = None
         elif in_highlights:
             highlights.append(line)
         else:
-            paragraphs.append(close_paragraph(line))
+            paragraphs.append(line)
     if not in_highlights:
         return Skip(source, "no_highlights", "no @highlight line: a story needs highlights")
     if not highlights:
@@ -115,7 +97,7 @@ def parse_story(text: str, *, story_id: str, source: str, url: str | None = None
         )
     return Story(
         id=story_id,
-        article="\n\n".join(paragraphs),
+        article=normalize_article("\n".join(paragraphs)),
         highlights=tuple(highlights),
         url=url,
         source=source,
