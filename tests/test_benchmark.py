@@ -28,7 +28,7 @@ def test_quick_benchmark_prints_its_tables_and_writes_json(tmp_path: Path) -> No
         "Evaluation of a 160-example",
         "Training data at corpus scale",
         "Answer layers at CNN scale",
-        "Issue 15 targets",
+        "Targets of issues 15 and 39",
     ):
         assert title in run.stdout
     result = json.loads(output.read_text())

@@ -13,8 +13,7 @@ import pytest
 from attentive_reader.api_prepare import document_text
 from attentive_reader.cli import main as cli
 from attentive_reader.corpus.sources import parse_story
-from tests.serve.live import running
-from tests.serve.test_server import call
+from tests.serve.live import call, running
 
 pytestmark = pytest.mark.slow
 

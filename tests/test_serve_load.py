@@ -37,7 +37,7 @@ def test_serve_load_prints_rates_latencies_statuses_and_memory(trained):
 
 
 def test_the_soak_kills_workers_and_every_request_gets_an_answer_or_a_documented_code(trained):
-    from tests.serve.test_json_api import DOCS
+    from tests.serve.live import DOCS
 
     options = ["--tokens", "40", "--clients", "4", "--workers", "2", "--minutes", "0.25"]
     run = run_script(trained, "serve_load.py", *options, "--kill-every", "5", "--sample-every", "3")

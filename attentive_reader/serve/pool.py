@@ -210,10 +210,10 @@ class AnswerPool:
         if self._slots:
             raise RuntimeError("the pool is started already")
         self._slots = [_Slot(number, self._make_worker()) for number in range(self.workers)]
-        for slot in self._slots:
-            slot.worker.launch()  # all load at once
         deadline = time.monotonic() + seconds
-        try:
+        try:  # Ctrl-C while the workers start or load stops those already started
+            for slot in self._slots:
+                slot.worker.launch()  # all load at once
             for slot in self._slots:
                 self._wait_ready(slot, max(0.0, deadline - time.monotonic()))
         except BaseException:

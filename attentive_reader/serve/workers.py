@@ -21,6 +21,8 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -189,7 +191,8 @@ class ProcessWorker:
             name="answer-worker",
             daemon=True,  # and so terminated by multiprocessing when the server exits
         )
-        self._process.start()
+        with _signals_deferred():  # a Ctrl-C now would cut the new process's start in half
+            self._process.start()
         theirs.close()  # the worker's end lives in the worker only: its exit closes the pipe
         self._pipe = mine
         self.pid = self._process.pid or 0
@@ -253,6 +256,29 @@ class ProcessWorker:
                 self._process.join()
         if self._pipe is not None:
             self._pipe.close()
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM that come during the body take effect when it ends (main thread
+    only, where Python runs signal handlers). Starting a spawned process writes its
+    preparation data down a pipe: cut short by Ctrl-C, the child dies reading it (a traceback
+    in the server's log) and the parent forgets it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    previous = {
+        kind: signal.signal(kind, lambda number, frame: received.append(number)) for kind in kinds
+    }
+    try:
+        yield
+    finally:
+        for kind, handler in previous.items():
+            signal.signal(kind, signal.SIG_DFL if handler is None else handler)
+        if received:
+            signal.raise_signal(received[0])  # to the handler it was meant for
 
 
 # --- inside a worker process ---------------------------------------------------------------

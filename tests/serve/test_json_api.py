@@ -11,14 +11,9 @@ from pathlib import Path
 import pytest
 
 from attentive_reader.serve.headers import SECURITY_HEADERS
+from tests.serve.live import ARTICLE, DOCS, QUERY
 
 pytestmark = pytest.mark.slow
-
-ARTICLE = (
-    "Shares in Greystone Bank rose after Susan Kennedy flew to Lisbon.\n\n"
-    "Kennedy smiled. Greystone Bank said the deal was done."
-)
-QUERY = "@placeholder smiled"
 
 
 @pytest.fixture(scope="module")
@@ -236,9 +231,6 @@ def test_every_response_carries_the_security_headers(client, reader, caplog):
         "message": "the server failed on this request; its log says why",
     }
     assert seen == {200, 400, 404, 405, 413, 415, 500}
-
-
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "answering.md"
 
 
 def test_the_docs_list_every_error_code():

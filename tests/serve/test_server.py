@@ -8,38 +8,16 @@ import json
 import os
 import socket
 import threading
-import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from email.message import Message
 
 import pytest
 
 from attentive_reader.serve.headers import SECURITY_HEADERS
-from tests.serve.live import running
+from tests.serve.live import ARTICLE, QUERY, call, running, wait_for
 
 pytestmark = pytest.mark.slow
-
-ARTICLE = (
-    "Shares in Greystone Bank rose after Susan Kennedy flew to Lisbon.\n\n"
-    "Kennedy smiled. Greystone Bank said the deal was done."
-)
-QUERY = "@placeholder smiled"
-
-
-def call(url: str, path: str, body: dict | None = None) -> tuple[int, Message, dict]:
-    """``(status, headers, JSON)`` of a GET (no body) or a JSON POST."""
-    data = None if body is None else json.dumps(body).encode("utf-8")
-    request = urllib.request.Request(
-        url + path, data=data, headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, response.headers, json.load(response)
-    except urllib.error.HTTPError as error:
-        with error:
-            return error.code, error.headers, json.load(error)
 
 
 class Gated:
@@ -53,14 +31,6 @@ class Gated:
     def answer(self, document: str, query: str):
         assert self.gate.wait(60), "the test never opened the gate"
         return self.reader.answer(document, query)
-
-
-def wait_for(pool, **state) -> None:
-    """Until ``pool.state()`` shows ``state`` (the requests sent have arrived)."""
-    deadline = time.monotonic() + 30
-    while any(pool.state()[key] != value for key, value in state.items()):
-        assert time.monotonic() < deadline, pool.state()
-        time.sleep(0.01)
 
 
 def test_the_api_through_urllib(reader, caplog):

@@ -16,8 +16,7 @@ import pytest
 
 from attentive_reader.serve.headers import SECURITY_HEADERS
 from attentive_reader.serve.workers import ReaderSource
-from tests.serve.live import running
-from tests.serve.test_server import ARTICLE, QUERY, call, wait_for
+from tests.serve.live import ARTICLE, QUERY, call, running, wait_for
 
 pytestmark = pytest.mark.slow
 
