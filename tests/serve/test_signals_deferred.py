@@ -13,13 +13,18 @@ from attentive_reader.serve.workers import _signals_deferred
 
 
 def test_a_ctrl_c_during_the_body_is_raised_when_it_ends():
+    # Ctrl-C as in a terminal, whatever this test run inherited ("pytest &" ignores SIGINT).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     done = []
-    with pytest.raises(KeyboardInterrupt):
-        with _signals_deferred():
-            os.kill(os.getpid(), signal.SIGINT)
-            done.append("the body ran to its end")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with _signals_deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                done.append("the body ran to its end")
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert done == ["the body ran to its end"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
 
 
 def test_sigterm_goes_to_the_handler_it_was_meant_for_and_nothing_without_a_signal():

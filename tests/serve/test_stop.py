@@ -68,7 +68,15 @@ def serve(trained, log: Path) -> tuple[subprocess.Popen, str]:
     command += ["--port", str(port), "--workers", "2", "--device", "cpu"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with open(log, "wb") as out:
-        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        server = subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            # Ctrl-C as in a terminal, whatever this test run inherited: a shell starts a
+            # background job ("pytest &") with SIGINT ignored, and its children with it.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
     return server, f"http://127.0.0.1:{port}"
 
 
