@@ -328,16 +328,17 @@ def _answer_alone(reader, batch, name: str, settings, device: str) -> float:
     import torch
     import torch.nn.functional as F
 
+    from attentive_reader.nn.answer import AnswerInput
+    from attentive_reader.nn.masking import mask_logits
+
     b, n = batch.context.shape
     g = torch.randn(b, 2 * settings.hidden_dim, device=device, requires_grad=True)
     scores = torch.randn(b, n, device=device, requires_grad=True)
     weights = torch.softmax(scores.detach().masked_fill(~batch.context_mask, -1e9), dim=-1)
     _sync(device)
     started = time.perf_counter()
-    if name == "pointer":
-        logits = reader.answer_scores(batch, token_scores=scores)
-    else:
-        logits = reader.answer_scores(batch, g=g, weights=weights)
+    given = AnswerInput(vector=g, weights=weights, token_scores=scores)  # the head takes its own
+    logits = mask_logits(reader.answer.score(reader.answer_context(batch), given), batch.candidates)
     F.cross_entropy(logits, batch.answer).backward()
     _sync(device)
     return time.perf_counter() - started

@@ -13,7 +13,7 @@ from attentive_reader.models.parts import (
     ReadoutName,
     build_readout,
 )
-from attentive_reader.nn.answer import AnswerLayerName
+from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
 from attentive_reader.nn.attention import ScorerName, build_scorer
 from attentive_reader.nn.masking import masked_softmax
 
@@ -28,25 +28,19 @@ class AttentiveReader(PairReader):
         r    = sum_t s(t) y_d(t)
         g    = tanh(W_rg r + W_ug u)   (readout="paper", Hermann et al.)
              | r                       (readout="linear", Chen et al.)
-        p(a | d, q) = softmax over the candidate entities of W_a g   (answer_layer="output")
-                    | ... of (W g + c) . E[@entity_a]                    (answer_layer="tied")
-                    | sum_{t: d_t = a} s(t), renormalised                (answer_layer="pointer")
 
-    With ``scorer="additive"``, ``readout="paper"`` and ``answer_layer="output"`` this is the
-    paper's model; with ``scorer="bilinear"`` and ``readout="linear"`` it is Chen et al.'s.
-    The ``tied`` answer layer (the default) scores each candidate against its own marker's
-    embedding, so the reader learns under the per-example entity permutation on a small
-    corpus too (see ``nn/answer.py``); ``pointer`` answers with the attention itself
-    (Kadlec et al.'s attention sum) and needs no read-out.
+    and ``g`` and ``s`` answer through the ``answer_layer`` (``ClozeReader``). With
+    ``scorer="additive"``, ``readout="paper"`` and ``answer_layer="output"`` this is the
+    paper's model; with ``scorer="bilinear"`` and ``readout="linear"`` it is Chen et al.'s;
+    with ``scorer="dot"`` and ``answer_layer="pointer"`` (no read-out) Kadlec et al.'s AS
+    Reader.
 
     Args:
-        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
-            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
-        scorer: attention scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear``.
+        scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear`` (``nn/attention.py``).
         attention_dim: hidden size of the additive scorer (default ``2h``).
-        readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``); unused
-            by the ``pointer`` answer layer.
-        answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer``.
+        answer_layer: ``tied`` (the default), ``output`` or ``pointer``.
+        readout: ``paper`` or ``linear`` (``Readout``); unused by ``pointer``.
+        **options: ``PairReader``'s and ``ClozeReader``'s.
     """
 
     def __init__(
@@ -74,10 +68,6 @@ class AttentiveReader(PairReader):
         y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
         scores = self.scorer.score(y_d, u)  # (b, n)
         s = masked_softmax(scores, batch.context_mask)  # (b, n)
-        if self.readout is None:  # answer_layer="pointer"
-            logits = self.answer_scores(batch, token_scores=scores)  # (b, e)
-            return ReaderOutput(logits=logits, attention=s)
         r = torch.bmm(s.unsqueeze(1), y_d).squeeze(1)  # (b, 2h)
-        g = self.readout(r, u)  # (b, 2h)
-        logits = self.answer_scores(batch, g=g, weights=s)  # (b, e)
-        return ReaderOutput(logits=logits, attention=s)
+        given = AnswerInput(vector=r, query=u, weights=s, token_scores=scores)
+        return ReaderOutput(logits=self.answer_scores(batch, given), attention=s)  # (b, e), (b, n)

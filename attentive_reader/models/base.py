@@ -7,6 +7,7 @@ embedding size, ``h`` hidden size per direction, ``e`` number of entity ids.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 import pytorch_lightning as pl
@@ -20,6 +21,7 @@ from attentive_reader.checks import check_positive
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.entity_block import UNANSWERABLE
 from attentive_reader.data.vocab import Vocabulary
+from attentive_reader.errors import UserError
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.predictions import BatchPrediction
 from attentive_reader.models.provenance import PROVENANCE_KEY, training_record
@@ -32,6 +34,7 @@ from attentive_reader.models.schedules import (
 from attentive_reader.nn.answer import (
     AnswerContext,
     AnswerHead,
+    AnswerInput,
     AnswerLayerName,
     build_answer_head,
     check_answer_layer,
@@ -53,29 +56,25 @@ Stage = Literal["train", "val", "test"]
 class ClozeReader(pl.LightningModule):
     """Base class of the readers: predicts the answer's entity id among the candidates.
 
-    Every argument is keyword-only. A reader declares its own options and passes the shared
-    ones below on: ``def __init__(self, *, <its own>, **options)`` then
-    ``super().__init__(**options)`` (the Lightning CLI reads every signature of the chain,
-    so a config keeps one flat ``init_args`` block). It composes its network from parts
-    (``models/parts.py``, ``nn/``), builds its answer layer with :meth:`build_answer_layer`,
-    and implements :meth:`forward`, returning scores through :meth:`answer_scores` so that
-    entity ids absent from the context are never predicted.
-    This class provides the embedding, the cross-entropy loss, accuracy for each stage
-    (``train_acc``, ``val_acc``, ``test_acc``, synced across processes), ``predict_step``, the
-    optimiser and its learning-rate schedule (``models/schedules.py``; the rate is logged as
-    ``lr`` each epoch). Every concrete reader class is listed by :meth:`list_available`.
+    A reader declares its own options as keyword-only arguments and passes the rest on
+    (``def __init__(self, *, <its own>, **options)`` then ``super().__init__(**options)``):
+    the Lightning CLI reads every signature of the chain, so a config keeps one flat
+    ``init_args`` block and ``--print_config`` shows them all. It builds its network from
+    parts (``models/parts.py``, ``nn/``) and its head with :meth:`build_answer_layer`, and its
+    :meth:`forward` ends in :meth:`answer_scores`. This class gives the embedding, the loss
+    (:meth:`step_loss`, the one hook for a reader that trains with more or otherwise),
+    accuracy per stage, ``predict_step``, and the optimiser with its schedule, set here only,
+    so checkpoints and ``config.yaml`` record what trained the reader. Saved hyperparameters
+    are the init arguments of the class chain, defaults included, less ``derived_arguments``:
+    plain JSON values, read with ``weights_only=True``. A concrete subclass, wherever it is
+    defined, is listed by :meth:`list_available`. ``docs/readers.md`` walks writing one.
 
-    The optimiser and the schedule are set here and only here (``--model.optimizer``,
-    ``--model.lr``, ``--model.lr_schedule``, ...; the CLI has no separate ``--optimizer`` or
-    ``--lr_scheduler`` block), so the checkpoint's hyperparameters, the run's ``config.yaml``
-    and evaluation reports all record what trained the reader. Every checkpoint saved while
-    training also records what the reader was trained on (``models/provenance.py``).
+    Every reader answers through the head its ``answer_layer`` option names
+    (``nn/answer.py``), from its vector ``g`` and its attention ``s``::
 
-    The hyperparameters saved in checkpoints are the init arguments of the reader class, of
-    the bases it builds on (``PairReader``) and of this class, defaults included (Lightning's
-    ``save_hyperparameters``, called here, merges the ``__init__`` arguments of the class
-    chain; no reader class inherits another reader), less ``derived_arguments``. All are
-    plain JSON values, so checkpoints load with ``weights_only=True``.
+        p(a | d, q) = softmax over the candidate entities of W_a g       (output, the paper's)
+                    | ... of (W g + c + x) . E[@entity_a] / sqrt(d)      (tied)
+                    | sum_{t: d_t = a} s(t), renormalised                 (pointer)
 
     Args:
         vocab_size: number of token ids (linked from the data module).
@@ -111,18 +110,27 @@ class ClozeReader(pl.LightningModule):
     derived_arguments: ClassVar[tuple[str, ...]] = ()
     #: The answer head, built by :meth:`build_answer_layer` in the reader's ``__init__``.
     answer: AnswerHead
+    #: ``g = readout(r, u)`` before the head (``models/parts.py``); ``None``: ``g`` is what
+    #: the reader hands :meth:`answer_scores` as ``vector``.
+    readout: nn.Module | None
     _registry: ClassVar[dict[str, type[ClozeReader]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        concrete = cls.forward is not ClozeReader.forward and not cls.__name__.startswith("_")
-        if concrete and cls.__module__.startswith("attentive_reader.models."):
-            ClozeReader._registry[cls.__name__] = cls
+        if cls.forward is ClozeReader.forward or cls.__name__.startswith("_"):
+            return  # a base for readers, not a reader
+        known = ClozeReader._registry.get(cls.__name__)
+        if known is not None and _class_path(known) != _class_path(cls):
+            raise TypeError(
+                f"two reader classes are named {cls.__name__} ({_class_path(known)} and "
+                f"{_class_path(cls)}): rename one, list_available() keys them by name"
+            )
+        ClozeReader._registry[cls.__name__] = cls
 
     @classmethod
     def list_available(cls) -> dict[str, type[ClozeReader]]:
-        """Every concrete reader class of the toolkit, by class name (AllenNLP's
-        ``list_available``; imports ``attentive_reader.models``, which registers them)."""
+        """Every concrete reader class by class name: the toolkit's (imports
+        ``attentive_reader.models``) and every other defined so far, wherever it is."""
         import attentive_reader.models  # noqa: F401  (registers every reader)
 
         return dict(sorted(ClozeReader._registry.items()))
@@ -177,6 +185,7 @@ class ClozeReader(pl.LightningModule):
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
         self.input_dim = embedding_dim + (1 if self.query_match else 0)
         self.answer_layer: AnswerLayerName = "output"
+        self.readout = None  # a reader with a read-out sets its own
         # One class beyond the entity ids: an answer outside the block (UNANSWERABLE) is
         # scored as it, and no prediction is.
         metric = MulticlassAccuracy(num_classes=num_entities + 1, average="micro")
@@ -242,38 +251,25 @@ class ClozeReader(pl.LightningModule):
         )
 
     def answer_scores(
-        self,
-        batch: ClozeBatch,
-        g: Tensor | None = None,
-        token_scores: Tensor | None = None,
-        weights: Tensor | None = None,
+        self, batch: ClozeBatch, given: AnswerInput, candidates: Tensor | None = None
     ) -> Tensor:
-        """Candidate-masked logits (b, e) of the answer head.
+        """The answer path every reader's ``forward`` ends in: the read-out (when the reader
+        has one and its head needs ``g``), the head, the candidates.
 
         Args:
             batch: the batch read (its context and candidates).
-            g: (b, g) the reader's output vector; needed by ``output`` and ``tied``.
-            token_scores: (b, n) unnormalised log-attention over the context tokens; needed
-                by ``pointer``.
-            weights: (b, n) the attention weights the reading used, for the ``tied`` layer's
-                read embedding (``None`` for readers without token attention).
-        """
-        context = self.answer_context(batch)
-        read = None if weights is None else self.answer.read(context, weights)
-        scores = self.answer.score(context, g=g, token_scores=token_scores, read=read)
-        return self.answer_logits(scores, batch.candidates)  # (b, e)
-
-    def answer_logits(self, scores: Tensor, candidates: Tensor) -> Tensor:
-        """Restrict answer scores to the candidates.
-
-        Args:
-            scores: (b, e) raw scores over entity ids.
-            candidates: (b, e) bool, True for entity ids occurring in the context.
+            given: what the reader read (``AnswerInput``): with a read-out, its ``vector`` is
+                ``r`` and ``query`` is ``u``.
+            candidates: (b', e) the candidates of each row of ``given``, when there are
+                several readings per example (default: ``batch.candidates``).
 
         Returns:
-            (b, e) logits; non-candidates hold ``torch.finfo(dtype).min``.
+            (b', e) logits; non-candidates hold ``torch.finfo(dtype).min``.
         """
-        return mask_logits(scores, candidates)
+        if self.readout is not None and not self.answer.reads_tokens:
+            given = replace(given, vector=self.readout(given.vector, given.query))  # g
+        scores = self.answer.score(self.answer_context(batch), given)  # (b', e)
+        return mask_logits(scores, batch.candidates if candidates is None else candidates)
 
     def load_word_vectors(self, vocab_tokens: list[str]) -> int:
         """Initialise ``self.embedding`` from ``self.word_vectors`` (see ``nn.encoders``).
@@ -314,12 +310,12 @@ class ClozeReader(pl.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         # The reader's class, so that ``load_reader`` works for checkpoints made without the CLI.
-        checkpoint["reader_class"] = f"{type(self).__module__}.{type(self).__qualname__}"
+        checkpoint["reader_class"] = _class_path(type(self))
         if self._trainer is not None:  # what it was trained on, and how far it got
             checkpoint[PROVENANCE_KEY] = training_record(self._trainer)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        upgrade_state_dict(checkpoint["state_dict"])
+        check_weights_fit(self, checkpoint["state_dict"], "the checkpoint")
         self._apply_changed_lr(checkpoint)
 
     def _apply_changed_lr(self, checkpoint: dict[str, Any]) -> None:
@@ -404,42 +400,29 @@ class ClozeReader(pl.LightningModule):
 
     def _shared_step(self, batch: ClozeBatch, stage: Stage) -> Tensor:
         output = self(batch)
+        loss = self.step_loss(batch, output, stage)
         logits = output.logits.float()  # (b, e); float even under bf16 autocast
-        loss = answer_loss(logits, batch.answer)
         metric: MulticlassAccuracy = getattr(self, f"{stage}_acc")
         unanswerable = batch.answer == UNANSWERABLE  # (b,)
         metric.update(
             logits.argmax(dim=-1), batch.answer.masked_fill(unanswerable, logits.shape[-1])
         )
-        size = len(batch)
-        self.log(
-            f"{stage}_loss",
-            loss,
-            on_step=stage == "train",
-            on_epoch=True,
-            prog_bar=True,
-            sync_dist=True,
-            batch_size=size,
-        )
+        shared = {"on_epoch": True, "prog_bar": True, "sync_dist": True, "batch_size": len(batch)}
+        self.log(f"{stage}_loss", loss, on_step=stage == "train", **shared)
         # Logging the metric object: Lightning computes it over the epoch and torchmetrics
         # syncs its counts across processes (exact, not a mean of per-process accuracies).
-        self.log(
-            f"{stage}_acc",
-            metric,
-            on_step=False,
-            on_epoch=True,
-            prog_bar=True,
-            sync_dist=True,
-            batch_size=size,
-        )
-        extra = self.step_extras(batch, output, stage)
-        return loss if extra is None else loss + extra
+        self.log(f"{stage}_acc", metric, on_step=False, **shared)
+        return loss
 
-    def step_extras(self, batch: ClozeBatch, output: ReaderOutput, stage: Stage) -> Tensor | None:
-        """What a reader adds to each step beyond the cross-entropy: logs of its own and, in
-        training, a loss added to it (``None``: nothing). The glimpse readers log the tokens
-        they read and add the locator's loss."""
-        return None
+    def step_loss(self, batch: ClozeBatch, output: ReaderOutput, stage: Stage) -> Tensor:
+        """The loss of one step, logged as ``{stage}_loss`` and, in training, minimised: the
+        mean cross-entropy of the answers (:func:`answer_loss`).
+
+        The one hook for a reader that trains with more (the glimpse readers' locator loss)
+        or otherwise (the hard-attention reader's REINFORCE terms); it logs what it adds
+        under names of its own.
+        """
+        return answer_loss(output.logits.float(), batch.answer)
 
 
 def answer_loss(logits: Tensor, answer: Tensor) -> Tensor:
@@ -457,45 +440,23 @@ def answer_loss(logits: Tensor, answer: Tensor) -> Tensor:
     return torch.where((answer != UNANSWERABLE).any(), loss, torch.zeros_like(loss))
 
 
-def upgrade_hyper_parameters(hyper_parameters: dict[str, Any]) -> dict[str, Any]:
-    """Hyperparameters of a checkpoint made before answer layers existed, as they are now.
-
-    Such readers all answered with the paper's output matrix, ``answer_layer="output"``.
-    """
-    if "answer_layer" not in hyper_parameters:
-        hyper_parameters = {**hyper_parameters, "answer_layer": "output"}
-    return hyper_parameters
-
-
-# Parameter names of older checkpoints and their names now, by prefix: the output matrix of
-# checkpoints from before answer layers, and the parts (``models/parts.py``) of checkpoints
-# from before readers were composed of them.
-RENAMED_PREFIXES: dict[str, str] = {
-    "output.": "answer.",
-    "document_encoder.": "encoders.document.",
-    "query_encoder.": "encoders.query.",
-    "read_proj.": "readout.read_proj.",
-    "query_proj.": "readout.query_proj.",
-}
+def check_weights_fit(reader: ClozeReader, state_dict: dict[str, Tensor], source: str) -> None:
+    """Raise a ``UserError`` when ``state_dict``'s parameter names are not ``reader``'s: a
+    checkpoint of a pre-release (its parameters were named otherwise) or of another version
+    of the reader class. ``source`` names the checkpoint in the message."""
+    ours, theirs = set(reader.state_dict()), set(state_dict)
+    if ours == theirs:
+        return
+    differ = sorted(theirs - ours)[:1] + sorted(ours - theirs)[:1]
+    raise UserError(
+        f"{source} was saved by another version of {type(reader).__name__} (its parameters "
+        f"differ, e.g. {', '.join(differ)}): retrain the reader with this version, or load it "
+        "with the attentive-reader version that trained it"
+    )
 
 
-def upgrade_state_dict(state_dict: dict[str, Tensor]) -> None:
-    """Rename the parameters of older checkpoints to today's names, in place
-    (``RENAMED_PREFIXES``: e.g. ``output.weight`` is now ``answer.weight``,
-    ``document_encoder.*`` is ``encoders.document.*``, ``read_proj.*`` is
-    ``readout.read_proj.*``). Keys already in today's names are left alone; the order of
-    the keys is kept."""
-    items = list(state_dict.items())
-    state_dict.clear()
-    for key, value in items:
-        state_dict[_renamed(key)] = value
-
-
-def _renamed(key: str) -> str:
-    for old, new in RENAMED_PREFIXES.items():
-        if key.startswith(old):
-            return new + key[len(old) :]
-    return key
+def _class_path(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _check_optimizer_options(optimizer: str, options: dict[str, float] | None) -> None:

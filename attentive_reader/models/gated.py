@@ -7,12 +7,13 @@ from typing import Any, Literal, get_args
 import torch
 from torch import Tensor, nn
 
+from attentive_reader.checks import check_positive
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import GatedExtras, ReaderOutput
 from attentive_reader.models.parts import check_choice, check_dropout
-from attentive_reader.nn.answer import AnswerLayerName
+from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
 from attentive_reader.nn.encoders import SequenceEncoder
 from attentive_reader.nn.masking import masked_softmax
 
@@ -88,24 +89,23 @@ class GatedAttentionReader(ClozeReader):
         alpha^(k)(t) = masked softmax_i q^(k)_i . d^(k)_t           (b, n, m),  k < K
         x^(k+1)(t) = dropout(d^(k)_t (.) sum_i alpha^(k)(t, i) q^(k)_i)          k < K
         s(t) = masked softmax over real tokens of d^(K)_t . q^(K)_placeholder     (b, n)
-        p(a | d, q) = sum_{t: d_t = a} s(t), renormalised over the candidates  (answer_layer="pointer")
-                    | ... of the tied or output layer on g = sum_t s(t) d^(K)_t  ("tied", "output")
+        g    = sum_t s(t) d^(K)_t                                   (b, 2h)
 
     ``(.)`` is the gate: the element-wise product (``mul``, the paper's), the sum (``sum``) or
     the concatenation (``concat``, the next hop then reads ``4h``-vectors), the paper's
     ablation. Every hop has its own query GRU, reading the query embeddings (as in the
     authors' code); ``q^(K)_placeholder`` is the last query GRU's state at ``@placeholder``, or
-    its final state for a query without one. The default ``pointer`` layer is the paper's
-    attention sum.
+    its final state for a query without one; ``g`` and ``s`` answer through the
+    ``answer_layer`` (``ClozeReader``), by default ``pointer``, the paper's attention sum.
+    ``query_match`` is the paper's ``qe-comm`` feature.
 
     Args:
-        **options: ``vocab_size``, ``num_entities`` and the options of every reader
-            (``ClozeReader``; its ``query_match`` is the paper's ``qe-comm`` feature).
         num_hops: ``K``, the number of document GRUs (``K - 1`` gated-attention steps).
         hidden_dim: hidden size ``h`` of each direction of every GRU.
         dropout: dropout on the embeddings and on each hop's gated states.
         gate: ``mul`` (the default, the paper's), ``sum`` or ``concat``.
-        answer_layer: ``pointer`` (the default, the attention sum), ``tied`` or ``output``.
+        answer_layer: ``pointer`` (the default), ``tied`` or ``output``.
+        **options: ``ClozeReader``'s.
     """
 
     def __init__(
@@ -119,10 +119,7 @@ class GatedAttentionReader(ClozeReader):
         **options: Any,
     ) -> None:
         super().__init__(**options)
-        if not isinstance(num_hops, int) or num_hops < 1:
-            raise ValueError(
-                f"num_hops must be a positive integer (the paper uses 3), got {num_hops!r}"
-            )
+        check_positive(num_hops=num_hops)
         check_choice("gate", gate, GATES)
         check_dropout(dropout)
         self.num_hops = num_hops
@@ -169,9 +166,6 @@ class GatedAttentionReader(ClozeReader):
             if hop_attention
             else d.new_zeros(b, 0, n, m)
         )
-        if self.answer.reads_tokens:
-            logits = self.answer_scores(batch, token_scores=scores)  # (b, e)
-            return ReaderOutput(logits=logits, attention=s, extras=extras)
         g = torch.bmm(s.unsqueeze(1), d).squeeze(1)  # (b, 2h)
-        logits = self.answer_scores(batch, g=g, weights=s)  # (b, e)
-        return ReaderOutput(logits=logits, attention=s, extras=extras)
+        given = AnswerInput(vector=g, weights=s, token_scores=scores)
+        return ReaderOutput(self.answer_scores(batch, given), attention=s, extras=extras)

@@ -23,6 +23,7 @@ from torch import Tensor, nn
 from attentive_reader.checks import check_positive
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
+from attentive_reader.models.base import Stage
 from attentive_reader.models.output import GlimpseExtras, ReaderOutput
 from attentive_reader.models.parts import (
     PairReader,
@@ -30,7 +31,7 @@ from attentive_reader.models.parts import (
     build_readout,
     check_choice,
 )
-from attentive_reader.nn.answer import AnswerLayerName
+from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
 from attentive_reader.nn.attention import ScorerName, build_scorer
 from attentive_reader.nn.features import query_match as query_match_features
 from attentive_reader.nn.glimpse import (
@@ -68,18 +69,29 @@ class _GlimpseReader(PairReader):
     (only when ``K > 1``; ``c_0 = 0``)::
 
         (g, delta, ...) = scaled(W_loc [u; c_{k-1}] + b_loc)     (nn/glimpse.py)
-        G_k             = the N read states, (N, 2h)             (subclass: filterbank/sampler)
+        G_k             = the N glimpse states, (N, 2h)          (subclass: filterbank/sampler)
         r_k             = sum_i a_i G_k[i], a = softmax_i score(G_k[i], u)  (glimpse_readout="attend")
                         | W_flat vec(G_k)                                  (glimpse_readout="flatten")
         c_k             = LSTMCell(r_k, c_{k-1})                 (K > 1)
-    then ``r = r_1`` (K = 1) or ``r = c_K`` (K > 1) and the Attentive Reader's read-out and
-    answer layer. With ``answer_layer="pointer"`` (``glimpse_readout="attend"`` only) the
-    answer is the last glimpse's weight on each token, ``w(t) = sum_i a_i W[i, t]`` for the
-    glimpse's weights ``W`` (b, N, n) over the positions, summed per candidate entity.
 
-    A subclass passes ``location_size`` (how many location values it predicts: a derived
-    argument, not saved as a hyperparameter) with the options of the user, and implements
-    :meth:`look`. The options are documented on the subclasses.
+    then ``r = r_1`` (K = 1) or ``r = c_K`` (K > 1), the read-out and the ``answer_layer``;
+    ``pointer`` answers from the last glimpse's weight on each token,
+    ``w(t) = sum_i a_i W[i, t]`` for the glimpse's weights ``W`` (b, N, n). A subclass passes
+    ``location_size`` (how many location values it predicts; derived, not saved) and
+    implements :meth:`look`. ``docs/glimpse-readers.md`` tells the whole design.
+
+    Args:
+        scorer: the ``attend`` read-out's scorer (``nn/attention.py``).
+        attention_dim: hidden size of the additive scorer (default ``2h``).
+        readout: ``paper`` or ``linear`` (``Readout``).
+        answer_layer: ``tied`` (the default), ``output`` or ``pointer`` (``attend`` only).
+        num_filters: ``N``, filters (or sampling points) per glimpse.
+        num_glimpses: ``K``; more than 1 adds the LSTM-cell controller that places each
+            next glimpse from what the previous ones saw.
+        glimpse_readout: ``attend`` (score the N glimpse states against the query and average
+            them, as the Attentive Reader does with tokens) or ``flatten`` (DRAW's linear map
+            of the concatenated N states).
+        **options: ``PairReader``'s and ``ClozeReader``'s.
     """
 
     derived_arguments = ("location_size",)
@@ -146,10 +158,10 @@ class _GlimpseReader(PairReader):
             view: what :meth:`survey` returned.
 
         Returns:
-            ``glimpse`` (b, N, 2h); ``weights`` (b, N, n): each read state as weights over
-            the positions (for heatmaps); ``read`` (b, n) bool: the tokens this glimpse
-            read; and per-glimpse values for ``extras``, each (b, ...), stacked over
-            glimpses by :meth:`forward`.
+            ``glimpse`` (b, N, 2h); ``weights`` (b, N, n): each glimpse state as weights
+            over the positions (for heatmaps); ``looked`` (b, n) bool: the tokens this
+            glimpse looked at; and per-glimpse values for ``extras``, each (b, ...), stacked
+            over glimpses by :meth:`forward`.
         """
         raise NotImplementedError
 
@@ -175,14 +187,14 @@ class _GlimpseReader(PairReader):
             zeros = u.new_zeros(u.shape)  # (b, 2h)
             state = (zeros, zeros)
         all_weights: list[Tensor] = []
-        read = torch.zeros_like(mask)  # (b, n) bool: tokens read by any glimpse
+        seen = torch.zeros_like(mask)  # (b, n) bool: tokens any glimpse looked at
         per_glimpse: dict[str, list[Tensor]] = {}
         r = u
         token_weights = None  # (b, n): the last glimpse's read-out weight on each token
         for _ in range(self.num_glimpses):
             where = u if state is None else torch.cat([u, state[0]], dim=-1)  # (b, 2h | 4h)
             glimpse, weights, looked, values = self.look(y_d, mask, lengths, where, view)
-            read = read | looked
+            seen = seen | looked
             r, filter_weights = self._combine(glimpse, u)  # (b, 2h), (b, N) | None
             if filter_weights is not None:
                 values["filter_weights"] = filter_weights
@@ -197,41 +209,37 @@ class _GlimpseReader(PairReader):
                 per_glimpse.setdefault(key, []).append(value)
 
         filters = torch.stack(all_weights, dim=1)  # (b, K, N, n)
-        if self.readout is None:  # answer_layer="pointer"
-            log_weights = token_weights.float().clamp_min(1e-30).log()  # (b, n)
-            logits = self.answer_scores(batch, token_scores=log_weights)  # (b, e)
-        else:
-            g = self.readout(r, u)  # (b, 2h)
-            logits = self.answer_scores(batch, g=g, weights=token_weights)  # (b, e)
+        log_weights = (
+            None if token_weights is None else token_weights.float().clamp_min(1e-30).log()
+        )
+        given = AnswerInput(vector=r, query=u, weights=token_weights, token_scores=log_weights)
         stacked = {key: torch.stack(values, dim=1) for key, values in per_glimpse.items()}
         pooled = stacked.pop("pooled", None)  # (b, K, n): tokens read only in a pooled window
         extras = GlimpseExtras(
             glimpse_attention=torch.stack(
                 [position_weights(w, mask) for w in all_weights], dim=1
             ),  # (b, K, n)
-            tokens_read=read.sum(-1),  # (b,)
+            tokens_read=seen.sum(-1),  # (b,)
             tokens_pooled=None if pooled is None else pooled.any(1).sum(-1),  # (b,)
             **stacked,
         )
-        return ReaderOutput(logits=logits, attention=position_weights(filters, mask), extras=extras)
+        attention = position_weights(filters, mask)  # (b, n)
+        return ReaderOutput(self.answer_scores(batch, given), attention=attention, extras=extras)
 
-    def step_extras(self, batch: ClozeBatch, output: ReaderOutput, stage: str) -> Tensor | None:
-        """Training: the locator's loss (``auxiliary_loss``), logged; validation and test: what
-        the glimpses read (``log_reading``)."""
+    def step_loss(self, batch: ClozeBatch, output: ReaderOutput, stage: Stage) -> Tensor:
+        """The cross-entropy plus, in training, the locator's loss (``auxiliary_loss``, logged
+        as ``train_locator_loss``); in validation and test, logs what the glimpses read
+        (``log_reading``)."""
+        loss = super().step_loss(batch, output, stage)
         if stage != "train":
             self.log_reading(batch, output.extras, stage)
-            return None
+            return loss
         extra = self.auxiliary_loss(batch, output)
-        if extra is not None:
-            self.log(
-                "train_locator_loss",
-                extra,
-                on_step=True,
-                on_epoch=True,
-                sync_dist=True,
-                batch_size=len(batch),
-            )
-        return extra
+        if extra is None:
+            return loss
+        size = len(batch)
+        self.log("train_locator_loss", extra, on_epoch=True, sync_dist=True, batch_size=size)
+        return loss + extra
 
     def auxiliary_loss(self, batch: ClozeBatch, output: ReaderOutput) -> Tensor | None:
         """A loss added to the cross-entropy in training (None: none)."""
@@ -274,30 +282,16 @@ class GaussianGlimpseReader(_GlimpseReader):
         F[i, t] = exp(-(t - mu_i)^2 / (2 sigma^2)) / sum_{real t'} exp(-(t' - mu_i)^2 / (2 sigma^2))
         G       = gamma F y_d                                     (N, 2h)
 
-    then the read-out of ``_GlimpseReader`` (see ``GlimpseReadoutName``). The locator starts
-    as an even scan of the whole document (``INITIAL_RAW``). ``extras``: ``centre``,
-    ``stride``, ``width`` and, with ``intensity``, ``intensity`` (b, K); ``points`` (b, K, N)
-    (the ``mu_i``); ``glimpse_attention`` (b, K, n); ``filter_weights`` (b, K, N) with
-    ``glimpse_readout="attend"``; ``tokens_read`` (b,): positions where some filter's weight
-    exceeds 1e-3 (the filterbank's effective support).
+    then ``_GlimpseReader``'s read-out. ``extras`` (``GlimpseExtras``): ``centre``,
+    ``stride``, ``width`` (and ``intensity``) (b, K), ``points`` (b, K, N) (the ``mu_i``),
+    and ``tokens_read``: positions where some filter weighs above ``SUPPORT_THRESHOLD``.
 
     Args:
-        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
-            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
-        num_filters: ``N``, Gaussian filters per glimpse.
-        num_glimpses: ``K``; more than 1 adds the LSTM-cell controller that places each next
-            glimpse from what the previous ones read.
-        glimpse_readout: ``attend`` (score the N filtered states against the query with
-            ``scorer`` and average them, as the Attentive Reader does with tokens) or
-            ``flatten`` (DRAW's: a linear map of the concatenated N states).
-        scorer: the ``attend`` scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear``.
-        attention_dim: hidden size of the additive scorer (default ``2h``).
-        readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
-        answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer``
-            (``glimpse_readout="attend"`` only; see ``_GlimpseReader``).
-        intensity: predict DRAW's intensity ``gamma`` and scale each glimpse by it. Off by
-            default: on the toy task it shrinks towards 0 early in training, silencing the
-            read-out, and the reader stays at chance (test accuracy 0.17 against 0.90 without).
+        intensity: predict DRAW's intensity ``gamma`` and scale each glimpse by it (off by
+            default: it can shrink to 0 early in training and silence the read-out; see
+            ``docs/glimpse-readers.md``).
+        **options: ``_GlimpseReader``'s (``num_filters``, ``num_glimpses``, ``scorer``, ...)
+            and those it passes on.
     """
 
     def __init__(self, *, intensity: bool = False, **options: Any) -> None:
@@ -334,61 +328,38 @@ class TransformerGlimpseReader(_GlimpseReader):
         p_i  = clamp(g + (i - N/2 - 0.5) delta, 0, L-1),                     i = 1..N
         G[i] = (1 - frac_i) y_d(floor p_i) + frac_i y_d(floor p_i + 1),     frac_i = p_i - floor p_i
 
-    Only the two real tokens around each point are read at full resolution (at most ``2N``
-    per glimpse); the gradient reaches ``g`` and ``delta`` through ``frac_i`` (and, with the
-    retina, through the windows' edges). Then the read-out of ``_GlimpseReader``; without a
-    coarse view the grid starts spanning 95% of the document (``INITIAL_RAW``).
-
-    With ``coarse_chunk = C > 0`` (the context network of Ba et al. 2015) the locator first
-    reads a coarse view of the document: the states mean-pooled over chunks of ``C`` tokens,
-    ``s_j``, with ``q_j`` the share of the chunk's tokens that occur in the query::
-
-        a_j   = softmax_j( C score(s_j, v) + w_q q_j )   v = u (first glimpse) | W_v [u; c]
-        g     = sum_j a_j centre_j                        the chunks' mean real positions
-        delta = 2 sigmoid(delta~)                          in tokens: the grid stays local
-
-    With ``retina_widths = (w_1, ..., w_R)`` (RAM's glimpse sensor) each point also reads
-    windows of growing width pooled around it, ``P_r[i] = sum_t box_{w_r}(t - p_i) y_d(t)``
-    (normalised), and ``G[i] += W_ret [P_1[i]; ...; P_R[i]]`` (``W_ret`` starts at 0).
-
-    ``attention`` sums the interpolation weights ``max(0, 1 - |t - p_i|)`` over the points.
-    ``extras``: ``centre``, ``stride`` (b, K); ``points`` (b, K, N) (the clamped ``p_i``);
-    ``glimpse_attention`` (b, K, n); ``filter_weights`` (b, K, N) with
-    ``glimpse_readout="attend"``; ``tokens_read`` (b,): distinct tokens read at full
-    resolution (interpolated) over all glimpses; with the retina ``tokens_pooled`` (b,):
-    distinct tokens inside some pooled window (read only as part of a mean); with the coarse
-    view ``chunk_attention`` (b, K, J), the locator's weights over the chunks.
+    then ``_GlimpseReader``'s read-out: at most ``2N`` tokens a glimpse at full resolution,
+    the gradient reaching ``g`` and ``delta`` through ``frac_i``. With ``coarse_chunk = C``
+    the locator first reads chunk means of ``C`` tokens (Ba et al.'s context network) and
+    places the centre at the chunks' mean position under ``a_j = softmax_j(C score(s_j, v) +
+    w_q q_j)``, ``q_j`` the chunk's share of query words; with ``retina_widths`` each point
+    also reads pooled windows around it (RAM's glimpse sensor), ``G[i] += W_ret [P_1[i]; ...]``.
+    ``docs/glimpse-readers.md`` has the equations and ``extras`` (``GlimpseExtras``).
 
     Args:
-        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
-            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
-        num_filters: ``N``, sampling points per glimpse.
-        num_glimpses: ``K``; more than 1 adds the LSTM-cell controller.
-        glimpse_readout: ``attend`` or ``flatten`` (see ``GaussianGlimpseReader``).
-        scorer: the ``attend`` scorer (and the coarse view's): ``additive``, ``dot``,
-            ``cosine`` or ``bilinear``.
+        scorer: the ``attend`` scorer and the coarse view's (``_GlimpseReader``).
         attention_dim: hidden size of the additive scorer (default ``2h``).
-        readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
-        answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer``
-            (``glimpse_readout="attend"`` only; see ``_GlimpseReader``).
-        coarse_chunk: ``C``, tokens per chunk of the coarse view the locator reads (0: no
-            coarse view; the query alone places the grid).
+        coarse_chunk: ``C``, tokens per chunk of the coarse view (0: none; the query alone
+            places the grid).
         retina_widths: widths of the pooled windows around each point (empty: none).
-        locator_supervision: weight of an auxiliary training loss (0: off; needs
-            ``coarse_chunk``): ``-log`` of the first glimpse's chunk weight on the chunks
-            that hold the training answer (any of its mentions). It uses the training
-            answer only, never at validation or test time.
+        locator_supervision: weight of the training loss ``-log`` of the first glimpse's
+            chunk weight on the chunks holding the training answer (0: off; needs
+            ``coarse_chunk``). It never sees a validation or test answer.
+        **options: ``_GlimpseReader``'s and those it passes on.
     """
 
     def __init__(
         self,
         *,
+        scorer: ScorerName = "bilinear",
+        attention_dim: int | None = None,
         coarse_chunk: int = 0,
         retina_widths: list[int] | None = None,
         locator_supervision: float = 0.0,
         **options: Any,
     ) -> None:
-        super().__init__(location_size=2, **options)  # centre, stride
+        # The locator predicts the centre and the stride.
+        super().__init__(location_size=2, scorer=scorer, attention_dim=attention_dim, **options)
         widths = tuple(retina_widths or ())
         if not isinstance(coarse_chunk, int) or coarse_chunk < 0:
             raise ValueError(
@@ -406,9 +377,7 @@ class TransformerGlimpseReader(_GlimpseReader):
         self.locator_supervision = float(locator_supervision)
         states = self.encoders.output_dim  # 2h
         if coarse_chunk:
-            self.coarse_scorer = build_scorer(
-                options.get("scorer", "bilinear"), states, states, options.get("attention_dim")
-            )
+            self.coarse_scorer = build_scorer(scorer, states, states, attention_dim)
             self.match_weight = nn.Parameter(torch.tensor(INITIAL_MATCH_WEIGHT))  # w_q
             with torch.no_grad():  # delta = 2 sigmoid(0) = 1 token at the start
                 self.locator.bias.zero_()
@@ -447,9 +416,9 @@ class TransformerGlimpseReader(_GlimpseReader):
             values["chunk_attention"] = chunk_weights
         points = grid_points(centre, stride, self.num_filters)  # (b, N)
         if self.retina_widths:
-            read, pooled = retina_read(y_d, points, lengths, mask, self.retina_widths)
+            sampled, pooled = retina_read(y_d, points, lengths, mask, self.retina_widths)
             o = y_d.shape[-1]  # (b, N, (1 + R) 2h): the interpolated state, then the windows
-            glimpse = read[..., :o] + self.retina(read[..., o:])  # (b, N, 2h)
+            glimpse = sampled[..., :o] + self.retina(sampled[..., o:])  # (b, N, 2h)
             values["pooled"] = pooled
         else:
             glimpse = linear_sample(y_d, points, lengths)  # (b, N, 2h)

@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from attentive_reader.checks import check_positive
 from attentive_reader.data.batching import ClozeBatch
+from attentive_reader.models.base import Stage
 from attentive_reader.models.output import HardExtras, ReaderOutput
 from attentive_reader.models.parts import (
     PairReader,
@@ -24,9 +25,9 @@ from attentive_reader.models.parts import (
     ReadoutName,
     check_choice,
 )
-from attentive_reader.nn.answer import AnswerLayerName, pointer_scores
+from attentive_reader.nn.answer import AnswerInput, AnswerLayerName, pointer_scores
 from attentive_reader.nn.attention import ScorerName, build_scorer
-from attentive_reader.nn.masking import masked_log_softmax, masked_softmax
+from attentive_reader.nn.masking import mask_logits, masked_log_softmax, masked_softmax
 from attentive_reader.nn.reinforce import (
     EntropySchedule,
     MovingAverageBaseline,
@@ -45,67 +46,54 @@ SelectionName = Literal["reinforce", "gumbel"]
 class HardAttentionReader(PairReader):
     """Reads k selected document states instead of a soft average of all of them.
 
-    ``y_d(t)`` are the bidirectional document states (2h), ``u`` the query's final states
-    (2h), as in the Attentive Reader. Then::
+    With ``y_d(t)`` and ``u`` the Attentive Reader's document and query states::
 
         pi(t)  = masked softmax over real tokens of score(y_d(t), u)    (the policy)
         t_1..k ~ pi (sampled in training; the top k in evaluation)
-        r      = mean_j y_d(t_j)                                        (the reading)
-        g      = tanh(W_rg r + W_ug u) (readout="paper") | r (readout="linear")
-        p(a | d, q) = softmax over the candidate entities of W_a g     (answer_layer="output")
-                    | ... of (W g + c) . E[@entity_a]                     (answer_layer="tied")
+        r      = mean_j y_d(t_j),   g = readout(r, u)
 
-    Training loss, averaged over the ``num_samples`` selections drawn per example::
+    and ``g`` answers through the ``answer_layer`` (``tied`` or ``output``: ``pointer`` on
+    the soft policy would make this a soft reader). Training minimises, over the
+    ``num_samples`` selections per example (:meth:`step_loss`)::
 
-        CE(p, answer)                                   (trains encoders and read-out)
-        - (R - b) log pi(t_1..k)                        (REINFORCE; R, b detached)
-        + value_weight * (V - R)^2                      (baseline="learned" only)
-        - policy_supervision * log sum_{t: d_t = answer} pi(t) / sum_{t: d_t is an entity} pi(t)
-        - entropy_bonus * entropy_decay^step * H(pi)    (entropy bonus)
+        CE(p, answer) - (R - b) log pi(t_1..k)                  (R, b detached)
+        + value_weight (V - R)^2                                (baseline="learned")
+        + policy_supervision CE(attention sum of pi, answer)
+        - entropy_bonus entropy_decay^step H(pi)
 
-    where ``R`` is ``log p(answer)`` (``reward="log_likelihood"``) or ``1[correct]``
-    (``reward="correct"``). With ``selection="gumbel"`` the REINFORCE and value terms are
-    replaced by the straight-through Gumbel-softmax gradient of the cross-entropy.
-
-    ``forward`` returns ``ReaderOutput(logits, attention=pi (b, n), selected=(b, k))``;
-    ``selected`` holds the positions read (the first sample's when several are drawn), and
-    ``-1`` in slots left empty because the context has fewer than k tokens (without
-    replacement). ``extras`` (``HardExtras``) holds ``policy_log_prob`` (b, s), ``sample_logits`` (b, s, e),
-    ``samples_selected`` (b, s, k), ``entropy`` (b,) and, for the learned baseline,
-    ``value`` (b,).
+    ``R`` is ``log p(answer)`` or ``1[correct]`` (``reward``); ``selection="gumbel"``
+    replaces the REINFORCE and value terms by the straight-through Gumbel-softmax gradient.
+    ``forward`` returns ``attention=pi`` (b, n), ``selected`` (b, k) (the first sample's
+    positions, ``-1`` in empty slots) and ``extras`` (``HardExtras``).
+    ``docs/hard-attention.md`` tells the design and its measurements.
 
     Args:
-        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
-            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
-        scorer: the policy's scorer: ``additive``, ``dot``, ``cosine`` or ``bilinear``.
+        scorer: the policy's scorer (``nn/attention.py``).
         attention_dim: hidden size of the additive scorer (default ``2h``).
-        readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``) or ``linear`` (``g = r``).
+        readout: ``paper`` or ``linear`` (``Readout``).
+        answer_layer: ``tied`` (the default) or ``output``.
         k: positions read per selection.
-        replacement: draw the k positions with replacement (independent draws) or without.
-        num_samples: selections drawn per example in training (``s``); the leave-one-out
-            baseline needs at least 2.
-        reward: ``log_likelihood`` (log-probability of the answer) or ``correct``.
-        baseline: ``none``, ``ema`` (moving average of the reward), ``learned`` (a value
-            head on the detached query and mean document state, fitted by MSE) or
-            ``leave_one_out`` (the mean reward of the other samples of the same example).
+        replacement: draw the k positions with replacement or without.
+        num_samples: selections drawn per example in training (``s``; ``leave_one_out``
+            needs 2).
+        reward: ``log_likelihood`` or ``correct``.
+        baseline: ``none``, ``ema`` (moving average of the reward), ``learned`` (a value head
+            on the detached query and mean document state) or ``leave_one_out`` (the mean
+            reward of the example's other samples).
         baseline_decay: the moving average's decay (``ema``).
         value_weight: weight of the value head's MSE (``learned``).
-        entropy_bonus: initial weight of the policy-entropy bonus (0: off).
-        entropy_decay: per-step multiplicative decay of that weight, in (0, 1].
-        eval_mode: evaluation selection: ``greedy`` (the top k), ``sample`` (the answer
-            distribution averaged over ``eval_samples`` sampled selections) or ``uniform``
-            (k positions drawn uniformly, ignoring the policy: the untrained-selection
-            control).
-        eval_samples: samples averaged by ``eval_mode="sample"`` / ``"uniform"``.
-        selection: ``reinforce`` (score-function estimator) or ``gumbel``
-            (straight-through Gumbel-softmax, a differentiable control).
+        entropy_bonus: initial weight of the entropy bonus (0: off).
+        entropy_decay: its per-step multiplicative decay, in (0, 1].
+        eval_mode: ``greedy`` (the top k), ``sample`` (the answer distribution averaged over
+            ``eval_samples`` selections) or ``uniform`` (positions drawn uniformly: the
+            untrained-selection control).
+        eval_samples: selections averaged by ``sample`` and ``uniform``.
+        selection: ``reinforce`` or ``gumbel``.
         gumbel_temperature: the Gumbel-softmax temperature.
-        policy_supervision: weight of an extra policy loss, ``-log`` of the policy's mass on
-            the answer's mentions among the entity mentions (0: off, pure REINFORCE). For
-            ``k = 1`` it is the exact gradient of "the selection lands on the answer", which
-            REINFORCE only estimates from ``num_samples`` draws.
-        answer_layer: ``tied`` (the default) or ``output`` (the paper's); ``pointer`` would
-            answer with the soft policy and make this a soft reader.
+        policy_supervision: weight of ``-log`` of the policy's mass on the answer's mentions
+            among the entity mentions (0: off); for ``k = 1`` the exact gradient of what
+            REINFORCE estimates.
+        **options: ``PairReader``'s and ``ClozeReader``'s.
     """
 
     answer_layers = ("output", "tied")
@@ -219,18 +207,14 @@ class HardAttentionReader(PairReader):
         r = torch.bmm(weights, y_d).flatten(0, 1)  # (b*s, 2h): the mean of the chosen states
         flat_u = u.repeat_interleave(samples, dim=0)  # (b*s, 2h)
         candidates = batch.candidates.repeat_interleave(samples, dim=0)  # (b*s, e)
-        context = self.answer_context(batch)
-        read = self.answer.read(context, weights)  # (b, s, d) | None: the chosen embeddings
-        read = None if read is None else read.flatten(0, 1)  # (b*s, d)
-        g = self.readout(r, flat_u)  # (b*s, 2h)
-        sample_scores = self.answer.score(context, g=g, read=read)  # (b*s, e)
-        sample_logits = self.answer_logits(sample_scores, candidates)  # (b*s, e)
+        given = AnswerInput(vector=r, query=flat_u, weights=weights)
+        sample_logits = self.answer_scores(batch, given, candidates)  # (b*s, e)
         sample_logits = sample_logits.view(b, samples, -1)  # (b, s, e)
         if samples == 1:
             logits = sample_logits[:, 0]  # (b, e)
         else:  # log of the mean answer distribution over the samples
             log_mean = torch.logsumexp(sample_logits.float().log_softmax(-1), 1) - math.log(samples)
-            logits = self.answer_logits(log_mean, batch.candidates)  # (b, e)
+            logits = mask_logits(log_mean, batch.candidates)  # (b, e)
 
         positions = chosen.positions.masked_fill(~chosen.valid, -1).view(b, samples, self.k)
         value = None
@@ -261,27 +245,28 @@ class HardAttentionReader(PairReader):
 
     # --- training ------------------------------------------------------------------------
 
-    def training_step(self, batch: ClozeBatch, batch_idx: int) -> Tensor:
-        """Cross-entropy of the read-out + REINFORCE (+ value MSE) - entropy bonus.
+    def step_loss(self, batch: ClozeBatch, output: ReaderOutput, stage: Stage) -> Tensor:
+        """Training: the mean cross-entropy of the samples + REINFORCE (+ value MSE) - the
+        entropy bonus (+ the policy supervision); validation and test: ``ClozeReader``'s.
 
-        Logged per step: ``train_loss``, ``train_ce``, ``train_reward`` (mean), ``train_baseline``
-        (mean), ``train_advantage_var``, ``train_entropy`` (mean policy entropy, nats),
-        ``train_entropy_weight``, and ``train_value_loss`` for the learned baseline; plus
-        ``train_acc`` over the epoch.
+        Logged per training step besides ``train_loss``: ``train_ce``, ``train_reward``
+        (mean), ``train_baseline`` (mean), ``train_advantage_var``, ``train_entropy`` (mean
+        policy entropy, nats), ``train_entropy_weight``, ``train_value_loss`` for the learned
+        baseline and ``train_policy_supervision_loss`` with policy supervision.
         """
-        output = self(batch)
+        if stage != "train":
+            return super().step_loss(batch, output, stage)
         extras = output.extras
         assert isinstance(extras, HardExtras)
         reward, nll = self.rewards(extras.sample_logits, batch.answer)  # (b, s), (b, s)
         ce = nll.mean()
         loss = ce
-        size = len(batch)
         logged: dict[str, Tensor | float] = {"ce": ce.detach()}
         if self.policy_supervision > 0:
             # -log P(a selection lands on the answer's mention | it lands on an entity): the
             # attention-sum likelihood of the policy, the exact gradient for k = 1.
             entities = self.answer_context(batch).entities()  # (b, n)
-            landing = self.answer_logits(
+            landing = mask_logits(
                 pointer_scores(extras.policy_scores, entities, self.num_entities),
                 batch.candidates,
             )  # (b, e)
@@ -308,15 +293,8 @@ class HardAttentionReader(PairReader):
         if weight > 0:
             loss = loss - weight * entropy
         logged |= {"entropy": entropy.detach(), "entropy_weight": weight}
-
-        self.train_acc.update(output.logits.float().argmax(-1), batch.answer)
-        # Synced across processes, as ClozeReader's own step logs (the accuracy through its
-        # metric object's counts).
-        shared = {"prog_bar": True, "sync_dist": True, "batch_size": size}
-        self.log("train_loss", loss, on_step=True, on_epoch=True, **shared)
-        self.log("train_acc", self.train_acc, on_epoch=True, **shared)
         logged = {f"train_{name}": value for name, value in logged.items()}
-        self.log_dict(logged, on_step=True, on_epoch=False, sync_dist=True, batch_size=size)
+        self.log_dict(logged, on_step=True, on_epoch=False, sync_dist=True, batch_size=len(batch))
         return loss
 
     def rewards(self, sample_logits: Tensor, answer: Tensor) -> tuple[Tensor, Tensor]:

@@ -11,7 +11,7 @@ from torch import Tensor, nn
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.parts import PairReader, build_readout
-from attentive_reader.nn.answer import AnswerLayerName
+from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
 from attentive_reader.nn.attention import (
     AdditiveScorer,
     ScorerName,
@@ -35,9 +35,8 @@ class ImpatientReader(PairReader):
     and then::
 
         g = tanh(W_rg r(|q|) + W_qg u)
-        p(a | d, q) = softmax over the candidate entities of W_a g   (answer_layer="output")
-                    | ... of (W g + c) . E[@entity_a]                    (answer_layer="tied")
-                    | sum_{t: d_t = a} s(|q|, t), renormalised           (answer_layer="pointer")
+
+    and ``g`` and ``s(|q|)`` answer through the ``answer_layer`` (``ClozeReader``).
 
     ``r(0)`` is a learned vector. That is ``scorer="additive"`` (the paper's, the default):
     its query side is ``W_q [r(i-1); y_q(i)] = W_rm r(i-1) + W_qm y_q(i)``. With ``dot``,
@@ -52,8 +51,8 @@ class ImpatientReader(PairReader):
             ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
         scorer: ``additive`` (the paper's), ``dot``, ``cosine`` or ``bilinear``.
         attention_dim: hidden size of ``m(i, t)`` for the additive scorer (default ``2h``).
-        answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer`` (the
-            attention of each example's last query token, summed per entity).
+        answer_layer: ``tied`` (the default), ``output`` (the paper's) or ``pointer`` (on
+            the attention of each example's last query token).
     """
 
     def __init__(
@@ -116,13 +115,8 @@ class ImpatientReader(PairReader):
                 steps = self.read_steps(y_d.float(), y_q.float(), batch)
         else:
             steps = self.read_steps(y_d, y_q, batch)
-        r, attention = steps.read, steps.attention  # (b, 2h), (b, m, n)
-        if self.readout is None:  # answer_layer="pointer"
-            logits = self.answer_scores(batch, token_scores=steps.last_scores)  # (b, e)
-            return ReaderOutput(logits=logits, attention=attention)
-        g = self.readout(r, u)  # (b, 2h)
-        logits = self.answer_scores(batch, g=g, weights=steps.last_weights)  # (b, e)
-        return ReaderOutput(logits=logits, attention=attention)
+        given = AnswerInput(steps.read, u, steps.last_weights, steps.last_scores)  # r(|q|), s(|q|)
+        return ReaderOutput(self.answer_scores(batch, given), attention=steps.attention)
 
     def read_steps(self, y_d: Tensor, y_q: Tensor, batch: ClozeBatch) -> ImpatientSteps:
         """The reading over the query tokens: ``r(i)`` and ``s(i)`` for ``i = 1..m``.

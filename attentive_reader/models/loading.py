@@ -1,8 +1,8 @@
 """``load_reader``: any reader checkpoint back as its own class.
 
 ``ClozeReader.load_from_checkpoint`` on the base class cannot know which reader to build, so
-this reads the class path the checkpoint records (``reader_class``, written by
-``ClozeReader.on_save_checkpoint``, or the Lightning CLI's ``_class_path`` hyperparameter),
+this reads the class path the checkpoint records (the Lightning CLI's ``_class_path``
+hyperparameter, or ``reader_class``, written by ``ClozeReader.on_save_checkpoint``),
 builds that class from the stored hyperparameters and loads the weights. The file is read
 by ``checkpoint_file.read_checkpoint`` (``weights_only=True``: no code in it is ever run).
 """
@@ -17,13 +17,24 @@ import torch
 
 from attentive_reader.checkpoint_file import read_checkpoint
 from attentive_reader.errors import UserError
-from attentive_reader.models.base import ClozeReader, upgrade_hyper_parameters, upgrade_state_dict
+from attentive_reader.models.base import ClozeReader, check_weights_fit
 
 
-def reader_class_path(checkpoint: dict) -> str | None:
-    """The reader class a checkpoint records (``module.Class``), or ``None``."""
+def reader_class_paths(checkpoint: dict) -> list[str]:
+    """The reader class paths a checkpoint records (``module.Class``), the one the run's
+    config named first: it is the public path (``attentive_reader.models.UniformReader``),
+    which stays when the class moves to another module."""
     hyper_parameters = checkpoint.get("hyper_parameters") or {}
-    return checkpoint.get("reader_class") or hyper_parameters.get("_class_path")
+    paths = (hyper_parameters.get("_class_path"), checkpoint.get("reader_class"))
+    return [path for path in paths if isinstance(path, str)]
+
+
+def _import_class(path: str) -> object:
+    module_name, _, class_name = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError, ValueError):
+        return None
 
 
 def load_reader(path: str | Path, map_location: str | torch.device = "cpu") -> ClozeReader:
@@ -52,16 +63,16 @@ def reader_from_checkpoint(
         map_location: where to put the weights.
 
     Raises:
-        UserError: if it is not a reader checkpoint or names a class that cannot be imported.
+        UserError: if it is not a reader checkpoint, names a class that cannot be imported,
+            or holds weights of another version of that class.
     """
-    class_path = reader_class_path(checkpoint) if isinstance(checkpoint, dict) else None
-    if class_path is None or "state_dict" not in checkpoint:
+    class_paths = reader_class_paths(checkpoint) if isinstance(checkpoint, dict) else []
+    if not class_paths or "state_dict" not in checkpoint:
         raise UserError(f"{path} is not a reader checkpoint (it records no reader class)")
-    module_name, _, class_name = class_path.rpartition(".")
-    try:
-        reader_class = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError, ValueError):
-        raise UserError(f"{path}: cannot import the reader class {class_path}") from None
+    found = [(found, cls) for found in class_paths if (cls := _import_class(found)) is not None]
+    if not found:
+        raise UserError(f"{path}: cannot import the reader class {class_paths[-1]}")
+    class_path, reader_class = found[0]
     if not (isinstance(reader_class, type) and issubclass(reader_class, ClozeReader)):
         raise UserError(f"{path}: {class_path} is not a ClozeReader")
     hyper_parameters = {
@@ -69,7 +80,7 @@ def reader_from_checkpoint(
         for key, value in (checkpoint.get("hyper_parameters") or {}).items()
         if not key.startswith("_")  # the CLI's _class_path / _instantiator
     }
-    reader = reader_class(**upgrade_hyper_parameters(hyper_parameters))
-    upgrade_state_dict(checkpoint["state_dict"])
+    reader = reader_class(**hyper_parameters)
+    check_weights_fit(reader, checkpoint["state_dict"], str(path))
     reader.load_state_dict(checkpoint["state_dict"])
     return reader.to(map_location).eval()

@@ -57,9 +57,8 @@ class EncodedPair:
 class EncoderPair(nn.Module):
     """Dropout on the embeddings, then a document encoder and a query encoder.
 
-    The state-dict keys are ``document.*`` and ``query.*`` (a reader keeps the pair as
-    ``encoders``; checkpoints from before, with ``document_encoder.*`` / ``query_encoder.*``,
-    are renamed on load, see ``models/base.py``).
+    A reader keeps the pair as ``encoders``: its parameters are ``encoders.document.*`` and
+    ``encoders.query.*``.
 
     Args:
         document: the document's encoder.
@@ -95,7 +94,7 @@ class PairReader(ClozeReader):
         num_layers: stacked recurrent layers in each encoder.
         dropout: dropout on the embeddings (and between stacked layers).
         rnn: ``lstm`` or ``gru`` for both encoders.
-        **options: the options of every reader (``ClozeReader``).
+        **options: ``ClozeReader``'s.
     """
 
     def __init__(
@@ -124,7 +123,8 @@ class PairReader(ClozeReader):
 
 
 class Readout(nn.Module):
-    """The vector ``g`` a reader answers from, given its reading ``r`` and the query ``u``.
+    """The vector ``g`` a reader answers from, given its reading ``r`` and the query ``u``;
+    a reader keeps it as ``readout`` and ``ClozeReader.answer_scores`` applies it.
 
     ``paper``: ``g = tanh(W_rg r + W_ug u)`` (Hermann et al. 2015); ``linear``: ``g = r``
     (Chen et al. 2016), no parameters.

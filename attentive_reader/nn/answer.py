@@ -6,11 +6,11 @@ embedding size, ``e`` number of entity ids.
 - ``output``: ``W_a g``, one learned row per entity id (Hermann et al. 2015; Chen et al. 2016).
 - ``tied``: ``(W g + c + x) . E[@entity_k] / sqrt(d)``: every entity id is scored against the embedding
   of its own marker through one shared projection, so relabelling the entity ids (and their
-  embeddings with them) permutes the scores and changes nothing else. ``x`` is what the
-  reader's attention read of the entity markers' *embeddings* (``sum_{t: d_t is an entity}
-  s(t) E[d_t]``; 0 for readers without token attention): when the attention rests on an entity's mention, ``x . E[@entity_k]`` is
-  largest for that entity, with nothing to learn, so the tied layer learns as fast as the
-  attention does.
+  embeddings with them) permutes the scores and changes nothing else. ``x`` is the entity
+  markers' *embeddings* under the reader's attention (``sum_{t: d_t is an entity} s(t)
+  E[d_t]``; 0 for readers without token attention): when the attention rests on an entity's
+  mention, ``x . E[@entity_k]`` is largest for that entity, with nothing to learn, so the tied
+  layer learns as fast as the attention does.
 - ``pointer``: the attention sum of Kadlec et al. (2016, the AS Reader):
   ``p(k) ~ sum_{t: d_t = @entity_k} exp(score(t))``, the reader's token attention gathered by
   entity; also permutation equivariant, and it needs no output parameters at all.
@@ -20,12 +20,12 @@ each of the ``e`` output rows of ``W_a`` must be aligned with its own input embe
 separately, and on a small corpus each id is seen too rarely for that: the reader sits at
 chance for many epochs. The tied and pointer layers have nothing id-specific to learn.
 
-Every layer is an :class:`AnswerHead` (the interface a reader composes, as it composes a
-scorer of ``nn/attention.py``): ``score`` returns raw scores ``(b, e)`` from what the reader
-read (its vector ``g``, or its token scores for ``pointer``), and ``read`` the attention-weighted
-marker embeddings the ``tied`` head adds. The reader masks the scores to the candidates
-(``mask_logits``), so softmax probabilities sum to 1 over the candidates and are 0 elsewhere.
-:func:`build_answer_head` makes the head of a name (``ANSWER_HEADS``).
+Every layer is an :class:`AnswerHead` with one method, ``score(context, given)``: raw scores
+``(b, e)`` from what the reader hands it (:class:`AnswerInput`: its vector ``g``, the weights
+its attention used, its token scores); each head takes what it needs and says so when it is
+missing. The reader masks the scores to the candidates (``mask_logits``), so softmax
+probabilities sum to 1 over the candidates and are 0 elsewhere. :func:`build_answer_head`
+makes the head of a name (``ANSWER_HEADS``).
 """
 
 from __future__ import annotations
@@ -72,46 +72,46 @@ class AnswerContext:
         return self.embedding.weight[self.entity_offset : self.entity_offset + self.num_entities]
 
 
-class AnswerHead(nn.Module):
-    """What every answer layer offers the reader that composes it.
+@dataclass(frozen=True)
+class AnswerInput:
+    """What a reader hands its answer head (letters as above; ``s`` samples of a reading).
 
-    A head answers either from the reader's output vector ``g`` (``reads_tokens`` False:
-    ``output``, ``tied``) or from its unnormalised token attention (``reads_tokens`` True:
-    ``pointer``); the reader gives what the head reads.
+    Attributes:
+        vector: ``g`` (b, g), the vector the ``output`` and ``tied`` heads answer from. A
+            reader with a read-out (``ClozeReader.readout``) gives its reading ``r`` here and
+            ``query`` beside it; the answer path replaces it by ``readout(r, u)``.
+        query: ``u`` (b, g), the query vector the read-out combines with ``r``.
+        weights: (b, n) the attention weights of the reading, or (b, s, n) for ``s``
+            readings whose vectors are the rows ``b * s`` of ``vector`` (``tied`` adds the
+            marker embeddings they rest on); ``None`` for a reader without token attention.
+        token_scores: (b, n) unnormalised log-attention over the context tokens
+            (``pointer``).
     """
+
+    vector: Tensor | None = None
+    query: Tensor | None = None
+    weights: Tensor | None = None
+    token_scores: Tensor | None = None
+
+    def needed(self, name: str, head: str) -> Tensor:
+        """The field ``name``; a ``ValueError`` naming the ``head`` when it is ``None``."""
+        value = getattr(self, name)
+        if value is None:
+            raise ValueError(f"the {head} answer layer needs {name}")
+        return value
+
+
+class AnswerHead(nn.Module):
+    """What every answer layer offers the reader that composes it: :meth:`score`."""
 
     #: The name of the head in configs (``answer_layer``).
     name: ClassVar[str]
-    #: True: the head answers from token scores, and the reader needs no read-out vector.
+    #: True: the head answers from token scores alone, and the reader needs no read-out.
     reads_tokens: ClassVar[bool] = False
 
-    def read(self, context: AnswerContext, weights: Tensor) -> Tensor | None:
-        """What the head adds from the reading's ``weights`` (b, n) or (b, s, n); ``None``
-        (only ``tied`` reads the marker embeddings)."""
-        return None
-
-    def score(
-        self,
-        context: AnswerContext,
-        g: Tensor | None = None,
-        token_scores: Tensor | None = None,
-        read: Tensor | None = None,
-    ) -> Tensor:
-        """Raw scores (b, e) over the entity ids.
-
-        Args:
-            context: the context read.
-            g: (b, g) the reader's output vector (heads with ``reads_tokens`` False).
-            token_scores: (b, n) unnormalised log-attention over the context tokens
-                (heads with ``reads_tokens`` True).
-            read: what :meth:`read` returned for the reading, or ``None``.
-        """
+    def score(self, context: AnswerContext, given: AnswerInput) -> Tensor:
+        """Raw scores (b, e) over the entity ids (``(b * s, e)`` for ``s`` readings)."""
         raise NotImplementedError
-
-    def _needs_vector(self, g: Tensor | None) -> Tensor:
-        if g is None:
-            raise ValueError(f"the {self.name} answer layer needs g")
-        return g
 
 
 class OutputAnswer(nn.Linear, AnswerHead):
@@ -127,14 +127,8 @@ class OutputAnswer(nn.Linear, AnswerHead):
     def __init__(self, input_dim: int, num_entities: int) -> None:
         super().__init__(input_dim, num_entities)
 
-    def score(
-        self,
-        context: AnswerContext,
-        g: Tensor | None = None,
-        token_scores: Tensor | None = None,
-        read: Tensor | None = None,
-    ) -> Tensor:
-        return self(self._needs_vector(g))  # (b, e)
+    def score(self, context: AnswerContext, given: AnswerInput) -> Tensor:
+        return self(given.needed("vector", self.name))  # (b, e)
 
 
 class TiedAnswer(AnswerHead):
@@ -155,24 +149,26 @@ class TiedAnswer(AnswerHead):
         super().__init__()
         self.proj = nn.Linear(input_dim, embedding_dim)  # W, c
 
-    def forward(self, g: Tensor, entity_embeddings: Tensor, read: Tensor | None = None) -> Tensor:
+    def forward(
+        self, g: Tensor, entity_embeddings: Tensor, markers: Tensor | None = None
+    ) -> Tensor:
         """Scores (b, e) of ``g`` (b, g) against ``entity_embeddings`` (e, d).
 
         Args:
             g: the reader's output vector (b, g).
             entity_embeddings: ``E[@entity_0 .. @entity_{e-1}]`` (e, d).
-            read: ``x`` (b, d), the attention-weighted embeddings of the context, or ``None``.
+            markers: ``x`` (b, d), the attended marker embeddings, or ``None``.
         """
         query = self.proj(g)  # (b, d)
-        if read is not None:
-            query = query + read.to(query.dtype)
+        if markers is not None:
+            query = query + markers.to(query.dtype)
         scale = 1.0 / math.sqrt(entity_embeddings.shape[-1])
         return scale * (query @ entity_embeddings.to(query.dtype).t())  # (b, e)
 
-    def read(self, context: AnswerContext, weights: Tensor) -> Tensor:
-        """``sum_{t: d_t is an entity} w(t) E[d_t]``: the context's entity-marker embeddings
+    def attended_markers(self, context: AnswerContext, weights: Tensor) -> Tensor:
+        """``x = sum_{t: d_t is an entity} w(t) E[d_t]``: the context's entity-marker embeddings
         under ``weights`` (b, n) -> (b, d), or under several readings (b, s, n) -> (b, s, d)."""
-        # Only the entity markers' embeddings: a reading that rests on a word adds nothing
+        # Only the entity markers' embeddings: attention that rests on a word adds nothing
         # (and trains no word embedding towards the answer's marker).
         entities = context.entities()  # (b, n)
         embedded = context.embedding(context.context) * (entities >= 0).unsqueeze(-1)  # (b, n, d)
@@ -180,14 +176,12 @@ class TiedAnswer(AnswerHead):
             return torch.bmm(weights.unsqueeze(1).to(embedded.dtype), embedded).squeeze(1)
         return torch.bmm(weights.to(embedded.dtype), embedded)  # (b, s, d)
 
-    def score(
-        self,
-        context: AnswerContext,
-        g: Tensor | None = None,
-        token_scores: Tensor | None = None,
-        read: Tensor | None = None,
-    ) -> Tensor:
-        return self(self._needs_vector(g), context.entity_embeddings(), read)  # (b, e)
+    def score(self, context: AnswerContext, given: AnswerInput) -> Tensor:
+        g = given.needed("vector", self.name)  # (b | b * s, g)
+        markers = None
+        if given.weights is not None:
+            markers = self.attended_markers(context, given.weights).reshape(len(g), -1)
+        return self(g, context.entity_embeddings(), markers)  # (b | b * s, e)
 
 
 class PointerAnswer(AnswerHead):
@@ -201,15 +195,8 @@ class PointerAnswer(AnswerHead):
         """Scores (b, e) of ``token_scores`` (b, n) gathered by ``entities`` (b, n)."""
         return pointer_scores(token_scores, entities, num_entities)
 
-    def score(
-        self,
-        context: AnswerContext,
-        g: Tensor | None = None,
-        token_scores: Tensor | None = None,
-        read: Tensor | None = None,
-    ) -> Tensor:
-        if token_scores is None:
-            raise ValueError("the pointer answer layer needs token_scores")
+    def score(self, context: AnswerContext, given: AnswerInput) -> Tensor:
+        token_scores = given.needed("token_scores", self.name)  # (b, n)
         return self(token_scores, context.entities(), context.num_entities)  # (b, e)
 
 

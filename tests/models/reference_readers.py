@@ -118,13 +118,37 @@ def outputs(reader: models.ClozeReader) -> dict[str, torch.Tensor]:
     return {"logits": logits, "loss": loss.detach()}
 
 
-def state_dict(entry: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """The stored state dict of one reference ``entry``."""
+# The fixture was written before the readers were composed of parts (``models/parts.py``):
+# its parameter names by prefix, and their names now.
+FIXTURE_NAMES = {
+    "document_encoder.": "encoders.document.",
+    "query_encoder.": "encoders.query.",
+    "read_proj.": "readout.read_proj.",
+    "query_proj.": "readout.query_proj.",
+}
+
+
+def keys(entry: dict[str, Any], stored: bool = False) -> list[str]:
+    """The parameter names of one reference ``entry``: today's, or as stored (``stored``)."""
+    if stored:
+        return list(entry["keys"])
+    return [_renamed(key) for key in entry["keys"]]
+
+
+def _renamed(key: str) -> str:
+    for old, new in FIXTURE_NAMES.items():
+        if key.startswith(old):
+            return new + key[len(old) :]
+    return key
+
+
+def state_dict(entry: dict[str, Any], stored: bool = False) -> dict[str, torch.Tensor]:
+    """The stored state dict of one reference ``entry``, under today's names (or as stored)."""
     sizes = [int(torch.Size(shape).numel()) for shape in entry["shapes"]]
     values = entry["flat"].split(sizes)
     return {
         key: value.float().view(shape)
-        for key, value, shape in zip(entry["keys"], values, entry["shapes"])
+        for key, value, shape in zip(keys(entry, stored), values, entry["shapes"])
     }
 
 

@@ -22,6 +22,7 @@ from attentive_reader.nn.answer import (
     ANSWER_LAYERS,
     AnswerContext,
     AnswerHead,
+    AnswerInput,
     TiedAnswer,
     build_answer_head,
     pointer_scores,
@@ -114,8 +115,15 @@ def test_the_tied_head_reads_the_marker_embeddings_under_the_weights():
     head = build_answer_head("tied", input_dim=2, num_entities=3, embedding_dim=2)
     weights = torch.tensor([[0.25, 0.5, 0.25, 0.0]])  # the word's 0.5 reads nothing
     expected = 0.25 * embedding.weight[3] + 0.25 * embedding.weight[5]
-    assert torch.allclose(head.read(context, weights), expected.unsqueeze(0))
-    assert head.read(context, weights.unsqueeze(1).expand(1, 2, 4)).shape == (1, 2, 2)
+    assert torch.allclose(head.attended_markers(context, weights), expected.unsqueeze(0))
+    two = weights.unsqueeze(1).expand(1, 2, 4)  # two readings of one example
+    assert head.attended_markers(context, two).shape == (1, 2, 2)
+    # score: W g + c + x against each marker, for one reading and for each of two.
+    g = torch.ones(1, 2)
+    one = head.score(context, AnswerInput(vector=g, weights=weights))
+    assert torch.allclose(one, head(g, embedding.weight[3:6], expected.unsqueeze(0)))
+    both = head.score(context, AnswerInput(vector=g.expand(2, 2), weights=two))
+    assert torch.allclose(both, one.expand(2, 3))
     assert torch.equal(context.entity_embeddings(), embedding.weight[3:6])
 
 
@@ -133,11 +141,11 @@ def test_every_head_names_itself_and_asks_for_what_it_reads(name):
         entity_offset=3,
         num_entities=3,
     )
-    needed = "token_scores" if head.reads_tokens else "g"
+    needed = "token_scores" if head.reads_tokens else "vector"
     with pytest.raises(ValueError, match=f"the {name} answer layer needs {needed}"):
-        head.score(context)
-    given = {"token_scores": torch.zeros(1, 3)} if head.reads_tokens else {"g": torch.ones(1, 4)}
-    assert head.score(context, **given).shape == (1, 3)
+        head.score(context, AnswerInput())
+    given = {needed: torch.zeros(1, 3) if head.reads_tokens else torch.ones(1, 4)}
+    assert head.score(context, AnswerInput(**given)).shape == (1, 3)
 
 
 # --- every reader x every layer -----------------------------------------------------------

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attentive_reader.errors import UserError
 from attentive_reader.models import ImpatientReader
-from attentive_reader.models.base import upgrade_state_dict
 from attentive_reader.models.loading import load_reader
 
 from . import reference_readers as ref
@@ -33,17 +33,12 @@ def test_every_variant_is_stored():
 def test_same_parameters_and_outputs(name):
     entry = REFERENCE[name]
     reader = ref.build(entry["class"], entry["init"])
-    # The stored keys are the names of the day the reference was made: today's loading
-    # renames them (upgrade_state_dict), as it does for old checkpoints.
-    initial_sums = dict(zip(entry["keys"], entry["initial_sums"]))
-    upgrade_state_dict(initial_sums)
+    initial_sums = dict(zip(ref.keys(entry), entry["initial_sums"]))  # by today's names
     sums = {key: value.double().sum() for key, value in reader.state_dict().items()}
     assert sorted(sums) == sorted(initial_sums)  # the same names
     for key, value in sums.items():  # from the same seeded init (same creation order)
         assert torch.equal(value, initial_sums[key]), key
-    stored = ref.state_dict(entry)
-    upgrade_state_dict(stored)
-    reader.load_state_dict(stored)  # strict: every key known, none missing
+    reader.load_state_dict(ref.state_dict(entry))  # strict: every key known, none missing
     if isinstance(reader, ImpatientReader):
         # Training sorts the batch by query length before encoding it, so each example gets
         # another row's dropout mask than on the day of the reference: read it unsorted (the
@@ -58,36 +53,39 @@ def test_same_parameters_and_outputs(name):
 CONFIGS = sorted(name for name in REFERENCE if name.startswith("config:"))
 
 
-@pytest.mark.parametrize("name", CONFIGS)
-def test_old_checkpoint_files_load(name, tmp_path):
-    """A checkpoint file of the day the reference was made (the parameter names from before
-    the readers were composed of parts) loads with ``load_reader`` and reads the same."""
-    entry = REFERENCE[name]
+def _checkpoint(path, entry, state_dict, **hyper_parameters):
+    init = {"vocab_size": ref.VOCAB, "num_entities": ref.ENTITIES, **entry["init"]}
     class_path = f"attentive_reader.models.{entry['class']}"
-    hyper_parameters = {"vocab_size": ref.VOCAB, "num_entities": ref.ENTITIES, **entry["init"]}
-    checkpoint = {
-        "state_dict": ref.state_dict(entry),  # the old names
-        "hyper_parameters": {**hyper_parameters, "_class_path": class_path},
-    }
-    path = tmp_path / "old.ckpt"
-    torch.save(checkpoint, path)
-    reader = load_reader(path)
+    init |= {"_class_path": class_path, **hyper_parameters}
+    torch.save({"state_dict": state_dict, "hyper_parameters": init}, path)
+    return path
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_checkpoint_files_load_and_read_the_same(name, tmp_path):
+    entry = REFERENCE[name]
+    reader = load_reader(_checkpoint(tmp_path / "a.ckpt", entry, ref.state_dict(entry)))
     assert type(reader).__name__ == entry["class"]
     assert torch.allclose(ref.outputs(reader)["logits"], entry["logits"], rtol=1e-5, atol=1e-6)
 
 
-def test_checkpoints_from_before_answer_layers_load_as_the_output_layer(tmp_path):
-    """No ``answer_layer`` hyperparameter and ``output.*`` weights: the paper's output matrix."""
+@pytest.mark.parametrize("name", ["config:attentive_reader", "impatient-dot-tied"])
+def test_a_pre_release_checkpoint_is_one_line_naming_what_to_do(name, tmp_path):
+    """The fixture's own names are those of a pre-release (before the readers were composed
+    of parts): such a file is refused in one line, not renamed."""
+    entry = REFERENCE[name]
+    path = _checkpoint(tmp_path / "old.ckpt", entry, ref.state_dict(entry, stored=True))
+    with pytest.raises(UserError) as info:
+        load_reader(path)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"{path} was saved by another version")
+    assert "retrain the reader" in message and "document_encoder." in message
+
+
+def test_a_checkpoint_from_before_answer_layers_is_refused(tmp_path):
+    """No ``answer_layer`` hyperparameter and ``output.*`` weights (the first checkpoints)."""
     entry = REFERENCE["attentive-additive-paper-output"]
-    state = ref.state_dict(entry)
-    state = {key.replace("answer.", "output.", 1): value for key, value in state.items()}
-    init = {key: value for key, value in entry["init"].items() if key != "answer_layer"}
-    checkpoint = {
-        "state_dict": state,
-        "hyper_parameters": {"vocab_size": ref.VOCAB, "num_entities": ref.ENTITIES, **init},
-        "reader_class": "attentive_reader.models.attentive.AttentiveReader",
-    }
-    torch.save(checkpoint, tmp_path / "old.ckpt")
-    reader = load_reader(tmp_path / "old.ckpt")
-    assert reader.answer_layer == "output"
-    assert torch.allclose(ref.outputs(reader)["logits"], entry["logits"], rtol=1e-5, atol=1e-6)
+    state = {k.replace("answer.", "output.", 1): v for k, v in ref.state_dict(entry).items()}
+    entry = {**entry, "init": {k: v for k, v in entry["init"].items() if k != "answer_layer"}}
+    with pytest.raises(UserError, match="retrain the reader with this version"):
+        load_reader(_checkpoint(tmp_path / "old.ckpt", entry, state))

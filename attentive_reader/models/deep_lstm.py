@@ -1,4 +1,5 @@
-"""The neural baselines of Hermann et al. 2015: the Deep LSTM Reader and the Uniform Reader."""
+"""The Deep LSTM Reader (Hermann et al. 2015): the document and the query as one sequence, no
+attention."""
 
 from __future__ import annotations
 
@@ -10,16 +11,9 @@ from torch import Tensor, nn
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import ReaderOutput
-from attentive_reader.models.parts import (
-    PairReader,
-    Readout,
-    ReadoutName,
-    check_choice,
-    check_dropout,
-)
-from attentive_reader.nn.answer import AnswerLayerName
+from attentive_reader.models.parts import check_choice, check_dropout
+from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
 from attentive_reader.nn.encoders import SequenceEncoder, set_forget_bias
-from attentive_reader.nn.masking import masked_softmax
 
 DeepLSTMOrder = Literal["document_first", "query_first"]
 
@@ -36,14 +30,11 @@ class DeepLSTMReader(ClozeReader):
         x'(t, k) = x(t) || y'(t, k-1)          (x'(t, 1) = x(t))
         y'(t, k) = LSTM_k(x'(t, k), ...)
         g = y'(T, 1) || ... || y'(T, K)        T = |d| + 1 + |q|, each example's own end
-        p(a | d, q) = softmax over the candidate entities of W_a g     (answer_layer="output")
-                    | ... of (W g + c) . E[@entity_a]                     (answer_layer="tied")
 
-    ``ReaderOutput.attention`` is ``None``.
+    and ``g`` answers through the ``answer_layer`` (``ClozeReader``). ``attention`` is
+    ``None``.
 
     Args:
-        **options: ``vocab_size``, ``num_entities`` and the options of every reader
-            (``ClozeReader``).
         hidden_dim: hidden size ``h`` of each layer.
         num_layers: depth ``K`` of the LSTM.
         dropout: dropout on the embeddings and on each layer's output.
@@ -53,6 +44,7 @@ class DeepLSTMReader(ClozeReader):
             step until the gates learn otherwise).
         answer_layer: ``tied`` (the default) or ``output`` (the paper's); this reader has no
             token attention for ``pointer``.
+        **options: ``ClozeReader``'s.
     """
 
     answer_layers = ("output", "tied")
@@ -107,8 +99,7 @@ class DeepLSTMReader(ClozeReader):
             previous = self.dropout(states)
             finals.append(final)
         g = self.dropout(torch.cat(finals, dim=-1))  # (b, K h)
-        logits = self.answer_scores(batch, g=g)  # (b, e)
-        return ReaderOutput(logits=logits, attention=None)
+        return ReaderOutput(self.answer_scores(batch, AnswerInput(vector=g)), attention=None)
 
     def join(
         self, document: Tensor, document_mask: Tensor, query: Tensor, query_mask: Tensor
@@ -146,51 +137,3 @@ class DeepLSTMReader(ClozeReader):
             ),
         )  # (b, T, d)
         return joined, in_document | is_delimiter | in_query
-
-
-class UniformReader(PairReader):
-    """The Attentive Reader with uniform attention: ``s(t) = 1 / |d|`` on every real token.
-
-    ``r`` is the mean of the document states ``y_d``; the encoder pair, read-out and answer
-    layer are the Attentive Reader's parts. It shows how much the learned attention adds.
-
-    Args:
-        **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
-            ``rnn``; ``PairReader``) and every reader's (``ClozeReader``).
-        readout: ``paper`` (``g = tanh(W_rg r + W_ug u)``, the default) or ``linear``.
-        answer_layer: ``tied`` (the default) or ``output`` (the paper's); ``pointer`` would
-            only count mentions (the maximum-frequency baseline).
-    """
-
-    answer_layers = ("output", "tied")
-
-    def __init__(
-        self,
-        *,
-        readout: ReadoutName = "paper",
-        answer_layer: AnswerLayerName = "tied",
-        **options: Any,
-    ) -> None:
-        super().__init__(**options)
-        states = self.encoders.output_dim  # 2h
-        self.build_answer_layer(
-            answer_layer,
-            states,
-            why=" (uniform attention summed per entity is the maximum-frequency baseline)",
-        )
-        self.readout = Readout(readout, states)
-
-    def forward(self, batch: ClozeBatch) -> ReaderOutput:
-        """Read a batch.
-
-        Returns:
-            ``ReaderOutput`` with ``logits`` (b, e) and ``attention`` (b, n), uniform over
-            each example's real tokens.
-        """
-        encoded = self.encode(batch)
-        y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
-        # Equal scores: the masked softmax makes them uniform over the real tokens.
-        s = masked_softmax(y_d.new_zeros(y_d.shape[:2]), batch.context_mask)  # (b, n)
-        r = torch.bmm(s.unsqueeze(1), y_d).squeeze(1)  # (b, 2h): the mean state
-        logits = self.answer_scores(batch, g=self.readout(r, u), weights=s)  # (b, e)
-        return ReaderOutput(logits=logits, attention=s)
