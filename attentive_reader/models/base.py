@@ -442,16 +442,17 @@ def answer_loss(logits: Tensor, answer: Tensor) -> Tensor:
 
 def check_weights_fit(reader: ClozeReader, state_dict: dict[str, Tensor], source: str) -> None:
     """Raise a ``UserError`` when ``state_dict``'s parameter names are not ``reader``'s: a
-    checkpoint of a pre-release (its parameters were named otherwise) or of another version
-    of the reader class. ``source`` names the checkpoint in the message."""
+    checkpoint of a pre-release (its parameters were named otherwise), of another version of
+    the reader class, or resumed with other options. ``source`` names it in the message."""
     ours, theirs = set(reader.state_dict()), set(state_dict)
     if ours == theirs:
         return
     differ = sorted(theirs - ours)[:1] + sorted(ours - theirs)[:1]
     raise UserError(
-        f"{source} was saved by another version of {type(reader).__name__} (its parameters "
-        f"differ, e.g. {', '.join(differ)}): retrain the reader with this version, or load it "
-        "with the attentive-reader version that trained it"
+        f"{source} does not fit this {type(reader).__name__}: its parameters differ (e.g. "
+        f"{', '.join(differ)}), so it was saved by another attentive-reader version or with "
+        "other options; retrain the reader with this version, or load it with the version "
+        "and options that trained it"
     )
 
 

@@ -78,8 +78,8 @@ def test_a_pre_release_checkpoint_is_one_line_naming_what_to_do(name, tmp_path):
     with pytest.raises(UserError) as info:
         load_reader(path)
     message = str(info.value)
-    assert "\n" not in message and message.startswith(f"{path} was saved by another version")
-    assert "retrain the reader" in message and "document_encoder." in message
+    assert "\n" not in message and message.startswith(f"{path} does not fit this")
+    assert "retrain the reader with this version" in message and "document_encoder." in message
 
 
 def test_a_checkpoint_from_before_answer_layers_is_refused(tmp_path):
@@ -89,3 +89,13 @@ def test_a_checkpoint_from_before_answer_layers_is_refused(tmp_path):
     entry = {**entry, "init": {k: v for k, v in entry["init"].items() if k != "answer_layer"}}
     with pytest.raises(UserError, match="retrain the reader with this version"):
         load_reader(_checkpoint(tmp_path / "old.ckpt", entry, state))
+
+
+def test_a_run_resumed_from_one_is_refused_in_the_same_line():
+    """``--ckpt_path`` goes through ``on_load_checkpoint`` before Lightning loads weights."""
+    entry = REFERENCE["config:attentive_reader"]
+    reader = ref.build(entry["class"], entry["init"])
+    checkpoint = {"state_dict": ref.state_dict(entry, stored=True), "hyper_parameters": {}}
+    with pytest.raises(UserError, match="^the checkpoint does not fit this AttentiveReader"):
+        reader.on_load_checkpoint(checkpoint)
+    reader.on_load_checkpoint({**checkpoint, "state_dict": ref.state_dict(entry)})  # today's
