@@ -166,6 +166,22 @@ def test_the_locator_supervision_is_the_answer_chunks_likelihood():
     assert build("transformer").auxiliary_loss(batch, build("transformer")(batch)) is None
 
 
+def test_the_training_loss_is_the_cross_entropy_plus_the_locators_each_logged_once():
+    reader = build("transformer-coarse-retina").train()
+    batch = _coarse_batch()
+    logged: list[tuple[str, float]] = []
+    reader.log = lambda name, value, **kw: logged.append((name, value))  # type: ignore[method-assign]
+    torch.manual_seed(0)
+    loss = reader.training_step(batch, 0)
+    torch.manual_seed(0)
+    output = reader(batch)  # the same reading (dropout is 0)
+    ce = F.cross_entropy(output.logits.float(), batch.answer)
+    torch.testing.assert_close(loss, ce + reader.auxiliary_loss(batch, output))
+    names = [name for name, _ in logged]
+    assert sorted(names) == ["train_acc", "train_locator_loss", "train_loss"]
+    assert dict(logged)["train_loss"] is loss
+
+
 def test_the_retina_reaches_the_read_and_starts_silent():
     """W_ret starts at 0 (the read is the interpolated state alone), and training reaches it."""
     reader = build("transformer-coarse-retina")

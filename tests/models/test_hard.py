@@ -66,6 +66,25 @@ def test_every_training_figure_is_synced_across_processes() -> None:
     assert all(logged.synced.values()), logged.synced
 
 
+def test_the_step_loss_is_trained_and_logged_once() -> None:
+    """The hard reader's loss replaces the cross-entropy (``step_loss``): ``train_loss`` is
+    the loss returned, and no figure is logged twice."""
+    model = _reader(baseline="learned", policy_supervision=0.5)
+    batch = random_batch(num_examples=4, vocab_size=VOCAB, num_entities=ENTITIES)
+    calls: list[str] = []
+    recorder = _Recorder()
+
+    def log(name: str, value, **kwargs) -> None:
+        calls.append(name)
+        recorder(name, value, **kwargs)
+
+    model.log = log  # type: ignore[method-assign]
+    loss = model.train().training_step(batch, 0)
+    assert len(calls) == len(set(calls)), calls
+    assert recorder.values["train_loss"] == float(loss.detach())
+    assert recorder.values["train_ce"] != float(loss.detach())  # REINFORCE and the rest added
+
+
 @pytest.mark.parametrize("k", [1, 3])
 def test_forward_contract(k: int) -> None:
     batch = random_batch(num_examples=6, vocab_size=VOCAB, num_entities=ENTITIES)
