@@ -30,7 +30,7 @@ MANIFEST_VERSION = 1
 MAX_SKIP_DETAILS = 20
 
 # Hermann et al. (2015), Table 1 and Chen et al. (2016): the full corpora (train split for the
-# per-document figures). See ../shared/data/README.md.
+# per-document figures), shown beside a run's in docs/preprocessing.md.
 PUBLISHED: dict[str, dict[str, float | int]] = {
     "CNN": {
         "documents": 90_266,

@@ -30,17 +30,17 @@ Several machines: ``num_shards=K, shard_index=I`` processes only the shards ``k`
 ``k % K == I`` and leaves them in ``DIR/shards`` with a partial manifest; ``merge`` joins
 the K part directories into the same dataset and manifest as a single run.
 
-The rooms: ``options.py`` (``PreprocessOptions``), ``shards.py`` (the input stream, shard
-keys, one shard's work), ``workers.py`` (the process pool), ``cluster.py`` (the Dask engine,
-an optional extra), ``console.py`` (progress, the
-size estimate, the summary) and this driver (the output directory, the run, the merge).
+The rooms: ``options.py`` (``PreprocessOptions``), ``run.py`` (the pipeline, the run key,
+the output folder's state and the engine, before the first shard), ``shards.py`` (the input
+stream, shard keys, one shard's work), ``workers.py`` (the process pool), ``cluster.py`` (the
+Dask engine, an optional extra), ``outdir.py`` (the output folder and the parts of a merge),
+``manifest.py`` (the counts), ``console.py`` (progress, the size estimate, the summary) and this
+driver (the shard loop, the dataset's finish, the merge). Why these are not ``datasets.map``
+with its cache: the development guide, "The corpus run machinery and ``datasets``".
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import json
 import os
 import shutil
 import time
@@ -48,7 +48,6 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 import datasets
@@ -57,10 +56,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import Progress
-from spacy.language import Language
 
 from attentive_reader.corpus.console import Estimate, progress_bar
-from attentive_reader.corpus.grouping import GROUPING_RULES_VERSION, grouping_info
+from attentive_reader.corpus.grouping import grouping_info
 from attentive_reader.corpus.manifest import (
     MANIFEST_NAME,
     ShardCounts,
@@ -69,17 +67,9 @@ from attentive_reader.corpus.manifest import (
     total,
 )
 from attentive_reader.corpus.options import PreprocessOptions, PreprocessResult
-from attentive_reader.corpus.outdir import (
-    RUN_FILE,
-    SHARDS_DIR,
-    TMP_DIR,
-    clear_output,
-    prepare_output,
-    read_parts,
-    run_state,
-)
-from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info, resolve_model
+from attentive_reader.corpus.outdir import TMP_DIR, clear_output, prepare_output, read_parts
 from attentive_reader.corpus.records import CLOZE_FEATURES, SPLITS
+from attentive_reader.corpus.run import PreparedRun, cluster_engine, open_pool, prepare_run
 from attentive_reader.corpus.shards import (
     SHARD_SCHEMA,
     ShardTask,
@@ -93,9 +83,8 @@ from attentive_reader.corpus.shards import (
     shard_key,
     shard_paths,
 )
-from attentive_reader.corpus.sources import QUESTION_KINDS, UrlLists, check_hub
+from attentive_reader.corpus.sources import check_hub
 from attentive_reader.corpus.synthetic.files import synthetic_origin
-from attentive_reader.corpus.workers import ShardPool
 from attentive_reader.errors import EmptySplitWarning, UserError
 from attentive_reader.faults import WriteGuard, writing
 from attentive_reader.fileio import place, write_json_atomic
@@ -103,6 +92,7 @@ from attentive_reader.version import __version__
 
 if TYPE_CHECKING:  # the optional engine (pip install "attentive-reader[cluster]")
     from attentive_reader.corpus.cluster import ClusterPool
+    from attentive_reader.corpus.workers import ShardPool
 
 __all__ = [
     "PreprocessOptions",
@@ -113,7 +103,6 @@ __all__ = [
     "merge",
     "preprocess",
     "process_shard",
-    "run_key_fields",
     "shard_key",
 ]
 
@@ -178,29 +167,6 @@ def _finish(out: Path, shard_files: Sequence[Path], manifest: dict) -> None:
 
 
 # --------------------------------------------------------------------------- the run
-
-
-def run_key_fields(
-    inputs: Sequence[str],
-    kinds: Sequence[str],
-    options: PreprocessOptions,
-    model: dict | None,
-) -> dict:
-    """What identifies a run's output: the toolkit, the rules, the inputs, the pipeline and
-    the options whose ``OptionSpec.run_key`` says they change it
-    (``PreprocessOptions.run_key_options``)."""
-    return {
-        "toolkit": __version__,
-        "grouping_rules": GROUPING_RULES_VERSION,
-        "inputs": [{"path": input_identity(p, k), "kind": k} for p, k in zip(inputs, kinds)],
-        "model": model,
-        **options.run_key_options(),
-    }
-
-
-def _model_identity(name: str | None) -> str:
-    resolved = resolve_model(name)
-    return str(Path(resolved).resolve()) if Path(resolved).is_dir() else resolved
 
 
 def preprocess(
@@ -268,61 +234,6 @@ def warn_empty_splits(manifest: dict, kinds: Sequence[str]) -> None:
     )
 
 
-@dataclass(frozen=True)
-class _Pipeline:
-    """The run's NER pipeline; every field ``None`` when every input is ``.question`` files,
-    in a folder or an archive (no NER needed).
-
-    Attributes:
-        nlp: the loaded pipeline.
-        model: the model's identity (part of the run key).
-        info: the pipeline's name and version (``pipeline.pipeline_info``) for the manifest.
-    """
-
-    nlp: Language | None = None
-    model: dict | None = None
-    info: dict | None = None
-
-
-def _pipeline(options: PreprocessOptions, kinds: Sequence[str]) -> _Pipeline:
-    if all(kind in QUESTION_KINDS for kind in kinds):
-        return _Pipeline()
-    nlp = load_pipeline(options.spacy_model)
-    info = pipeline_info(nlp)
-    model = {
-        "model": _model_identity(options.spacy_model),
-        "name": info["name"],
-        "version": info["version"],
-    }
-    return _Pipeline(nlp, model, info)
-
-
-def _open_pool(options: PreprocessOptions, pipeline: _Pipeline) -> ShardPool | ClusterPool | None:
-    """The run's workers: a cluster's, local processes, or none (this process)."""
-    if options.engine == "dask":
-        assert options.scheduler is not None
-        cluster = _cluster_engine()
-        # A directory as an absolute path: the workers' working directories are their own.
-        model = _model_identity(options.spacy_model) if pipeline.nlp is not None else None
-        return cluster.ClusterPool(options.scheduler, model, pipeline.info)
-    if options.num_proc > 1:
-        return ShardPool(options.num_proc, options.spacy_model, pipeline.nlp)
-    return None
-
-
-def _cluster_engine() -> ModuleType:
-    """``corpus.cluster``, or the one line that says what to install."""
-    try:
-        return importlib.import_module("attentive_reader.corpus.cluster")
-    except ImportError as error:
-        if (error.name or "").split(".")[0] not in ("distributed", "dask"):
-            raise
-        raise UserError(
-            '--engine dask needs Dask distributed: pip install "attentive-reader[cluster]" '
-            '(or pip install "dask[distributed]")'
-        ) from None
-
-
 @dataclass
 class _Progress:
     """What the shard loop has done so far."""
@@ -332,25 +243,6 @@ class _Progress:
     reused: int = 0
     records_processed: int = 0
     total_shards: int = 0
-
-
-@dataclass
-class _Run:
-    """One preprocessing run, prepared: what every step after ``_prepared_run`` reads."""
-
-    inputs: Sequence[str]
-    kinds: list
-    options: PreprocessOptions
-    pipeline: _Pipeline
-    url_lists: UrlLists | None
-    run_key: str
-    status: str
-    out: Path
-    shards: Path
-
-    @property
-    def partial(self) -> bool:
-        return self.options.num_shards > 1
 
 
 def _preprocess(
@@ -365,9 +257,9 @@ def _preprocess(
     started = time.perf_counter()
     options = options or PreprocessOptions()
     if options.engine == "dask":
-        _cluster_engine()  # installed? (before anything is loaded or written)
+        cluster_engine()  # installed? (before anything is loaded or written)
     console = console or Console(stderr=True)
-    run = _prepared_run(inputs, kinds, out, options)
+    run = prepare_run(inputs, kinds, out, options)
     if run.status == "up_to_date":
         return PreprocessResult(out, read_manifest(out) or {}, "up_to_date")
     estimate = Estimate(inputs, run.kinds, out, options, guard, console, progress is not False)
@@ -388,32 +280,7 @@ def _preprocess(
     )
 
 
-def _prepared_run(
-    inputs: Sequence[str], kinds: list[str], out: Path, options: PreprocessOptions
-) -> _Run:
-    """The run's pipeline and key, and its output folder checked (``prepare_output``): an
-    up-to-date output is cleaned of leftovers; else the shard folder is ready."""
-    url_lists = UrlLists.from_dir(options.url_lists) if options.url_lists else None
-    pipeline = _pipeline(options, kinds)
-    fields = run_key_fields(inputs, kinds, options, pipeline.model)
-    run_key = hashlib.sha1(json.dumps(fields, sort_keys=True).encode()).hexdigest()
-    state = run_state(run_key, options)
-    status = prepare_output(out, state, options.overwrite)
-    shards = out / SHARDS_DIR
-    run = _Run(inputs, kinds, options, pipeline, url_lists, run_key, status, out, shards)
-    if status == "up_to_date":
-        if not run.partial:  # left behind by a run killed after it finished
-            shutil.rmtree(shards, ignore_errors=True)
-        shutil.rmtree(out / TMP_DIR, ignore_errors=True)
-        return run
-    shards.mkdir(exist_ok=True)
-    for stale in shards.glob(".*.tmp-*"):
-        stale.unlink()
-    write_json_atomic(shards / RUN_FILE, state)
-    return run
-
-
-def _run_shards(run: _Run, estimate: Estimate, bar: Progress, console: Console) -> _Progress:
+def _run_shards(run: PreparedRun, estimate: Estimate, bar: Progress, console: Console) -> _Progress:
     """Process (or reuse) every shard of this run, in this process or a pool's workers.
 
     On an error nothing worth resuming is left behind (a fresh output is cleared); after an
@@ -422,7 +289,7 @@ def _run_shards(run: _Run, estimate: Estimate, bar: Progress, console: Console) 
     done = _Progress()
     pool: ShardPool | ClusterPool | None = None
     try:
-        pool = _open_pool(run.options, run.pipeline)
+        pool = open_pool(run.options, run.pipeline)
         with bar:
             task_id = bar.add_task("preprocessing", total=None)
             _dispatch_shards(run, pool, estimate, done, lambda n: bar.advance(task_id, n))
@@ -448,7 +315,7 @@ def _run_shards(run: _Run, estimate: Estimate, bar: Progress, console: Console) 
 
 
 def _dispatch_shards(
-    run: _Run,
+    run: PreparedRun,
     pool: ShardPool | ClusterPool | None,
     estimate: Estimate,
     done: _Progress,
@@ -497,7 +364,7 @@ def _dispatch_shards(
         collect()
 
 
-def _write_manifest(run: _Run, done: _Progress) -> dict:
+def _write_manifest(run: PreparedRun, done: _Progress) -> dict:
     """The run's manifest; a whole run also moves its dataset into place (``_finish``)."""
     options, inputs = run.options, run.inputs
     ordered = sorted(done.counts)
