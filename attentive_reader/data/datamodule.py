@@ -464,9 +464,12 @@ class ClozeDataModule(pl.LightningDataModule):
         stored = checkpoint.get("datamodule_hyper_parameters") or {}
         # Keys starting with "_" are the Lightning CLI's bookkeeping, not arguments.
         arguments = {key: value for key, value in stored.items() if not key.startswith("_")}
-        if "permute_entities" in arguments:  # checkpoints from before the entity_ids option
-            permute = arguments.pop("permute_entities")
-            arguments.setdefault("entity_ids", "permute" if permute else "first_occurrence")
+        if "permute_entities" in arguments:
+            raise UserError(
+                f"{ckpt_path} was saved by a development version of attentive-reader (data "
+                "option permute_entities, now entity_ids: permute or first_occurrence); train "
+                "it again with this version"
+            )
         arguments.update(overrides)
         if overrides.get("vocab") is None:
             arguments["vocab"] = str(ckpt_path)

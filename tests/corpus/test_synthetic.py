@@ -390,7 +390,9 @@ def test_write_examples_round_trips_with_the_normal_manifest(tmp_path):
         source="unit", options={"n": 3},
     )  # fmt: skip
     assert read_manifest(tmp_path / "d") == manifest and manifest["complete"]
-    assert manifest["source"] == "unit" and manifest["options"] == {"n": 3}
+    assert manifest["synthetic"] == {"generator": "unit"} and manifest["options"] == {"n": 3}
+    assert manifest["inputs"] == [{"path": "unit", "kind": "generated"}]
+    assert "source" not in manifest
     assert manifest["examples"] == {"train": 2, "validation": 0, "test": 1}
     assert manifest["counts"]["read"] == manifest["counts"]["kept"] == 3
     # One document per example: context tokens (4 + 5 + 2) / 3, two entities, 3-token queries.
@@ -419,7 +421,7 @@ def test_the_toy_dataset_is_its_examples_with_the_normal_manifest(tmp_path):
     loaded = datasets.load_from_disk(str(path))
     assert {s: [ClozeExample.from_row(r) for r in loaded[s]] for s in expected} == expected
     manifest = read_manifest(path)
-    assert manifest is not None and manifest["source"] == "toy"
+    assert manifest is not None and manifest["synthetic"] == {"generator": "toy"}
     assert manifest["options"]["seed"] == 4 and manifest["examples"]["test"] == 3
 
 

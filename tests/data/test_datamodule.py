@@ -221,6 +221,24 @@ def test_from_checkpoint_reuses_vocabulary_and_arguments(path, tmp_path):
     assert str(loaded.path) == other
 
 
+def test_a_checkpoint_with_the_development_option_permute_entities_is_refused(path, tmp_path):
+    dm = ClozeDataModule(path, num_entities=5)
+    arguments = {k: v for k, v in dm.hparams.items() if k != "entity_ids"}
+    checkpoint = {
+        "datamodule_hyper_parameters": {**arguments, "permute_entities": True},
+        "ClozeDataModule": dm.state_dict(),
+    }
+    torch.save(checkpoint, tmp_path / "old.ckpt")
+    expected = (
+        f"{tmp_path / 'old.ckpt'} was saved by a development version of attentive-reader (data "
+        "option permute_entities, now entity_ids: permute or first_occurrence); train it again "
+        "with this version"
+    )
+    with pytest.raises(UserError) as caught:
+        ClozeDataModule.from_checkpoint(tmp_path / "old.ckpt")
+    assert str(caught.value) == expected
+
+
 def _manifest(folder: str, pipeline: str, cap: int | None) -> None:
     manifest = {
         "format": MANIFEST_FORMAT,
