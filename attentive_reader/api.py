@@ -52,6 +52,7 @@ from attentive_reader.api_prepare import (
     parse_query,
 )
 from attentive_reader.checkpoint_file import read_checkpoint
+from attentive_reader.checks import check_positive
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
 from attentive_reader.corpus.records import ClozeExample
@@ -208,8 +209,7 @@ class Reader:
                 f"{path}: the reader has {model.num_entities} entity ids but its vocabulary "
                 f"has {vocab.num_entities}; the checkpoint is inconsistent"
             )
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        check_positive(batch_size=batch_size)
         self.model = model.eval()
         self.vocab = vocab
         self.nlp = nlp

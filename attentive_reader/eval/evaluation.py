@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attentive_reader.checks import check_positive_options
 from attentive_reader.corpus.baselines import score_baselines
 from attentive_reader.corpus.manifest import read_manifest
 from attentive_reader.corpus.records import SPLITS, ClozeExample, Split, load_split
@@ -392,10 +393,7 @@ def _check_options(
     """Raise a ``UserError`` naming the first bad option of ``evaluate``."""
     if split not in SPLITS:
         raise UserError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    if batch_size < 1:
-        raise UserError(f"--batch-size must be positive, got {batch_size}")
-    if max_penalty < 1:
-        raise UserError(f"--max-penalty must be positive, got {max_penalty}")
+    check_positive_options(batch_size=batch_size, max_penalty=max_penalty)
     for flag, edges in (
         ("--length-buckets", length_edges),
         ("--candidate-buckets", candidate_edges),

@@ -44,6 +44,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from attentive_reader.checks import check_positive
 from attentive_reader.errors import UserError
 from attentive_reader.serve.problems import Problem
 from attentive_reader.serve.workers import (
@@ -135,16 +136,13 @@ class AnswerPool:
         max_deaths: int = MAX_DEATHS,
         death_window: float = DEATH_WINDOW,
     ) -> None:
-        if workers < 1:
-            raise ValueError(f"workers must be positive, got {workers}")
+        check_positive(workers=workers, max_deaths=max_deaths)
         if queue < 0:
             raise ValueError(f"queue must be zero or more, got {queue}")
         if not 0 < timeout < math.inf:
             raise ValueError(f"timeout must be positive, got {timeout}")
-        if max_deaths < 1 or not death_window > 0:
-            raise ValueError(
-                f"max_deaths and death_window must be positive, got {max_deaths}, {death_window}"
-            )
+        if not death_window > 0:
+            raise ValueError(f"death_window must be positive, got {death_window}")
         self.kind = kind
         self.workers = workers
         self.queue = queue
