@@ -9,6 +9,7 @@ import torch
 from attentive_reader.corpus.manifest import MANIFEST_FORMAT
 from attentive_reader.data.datamodule import ClozeDataModule, PreprocessingWarning
 from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES, Vocabulary
+from attentive_reader.data.vocab_sources import DATAMODULE_STATE
 from attentive_reader.errors import UserError
 from tests.corpus.fixtures import numbered_example, write_dataset
 
@@ -219,6 +220,8 @@ def test_from_checkpoint_reuses_vocabulary_and_arguments(path, tmp_path):
     loaded = ClozeDataModule.from_checkpoint(tmp_path / "run.ckpt", path=other)
     assert loaded.vocab == dm.vocab and loaded.batch_size == 2
     assert str(loaded.path) == other
+    # Lightning keys a data module's state by its class name, where the readers look first.
+    assert DATAMODULE_STATE == ClozeDataModule.__qualname__
 
 
 def test_a_checkpoint_with_the_development_option_permute_entities_is_refused(path, tmp_path):
