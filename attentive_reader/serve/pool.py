@@ -1,7 +1,8 @@
 """The answering pool of ``attentive-reader serve``: supervised workers behind a bounded queue.
 
-Answering (spaCy NER, then the reader: 0.1-0.8 s of CPU) never runs on the event loop, so
-the page and the health check answer at once while questions are being answered. At most
+Answering (spaCy NER, then the reader) is long CPU work (docs/answering.md, "Speed"), so it
+never runs on the event loop: the page and the health check answer at once while questions
+are being answered. At most
 ``workers`` questions are answered at a time and at most ``queue`` more wait; one more is
 refused with a 503 (``busy``, with ``Retry-After``), and a question not answered within
 ``timeout`` seconds of its arrival gets a 504 (``timeout``).
