@@ -28,21 +28,10 @@ from attentive_reader.corpus.synthetic import (
     ground_truth_questions,
     write_corpus,
 )
+from attentive_reader.corpus.synthetic import words as word_lists
 from attentive_reader.corpus.synthetic.examples import write_examples
 from attentive_reader.corpus.synthetic.story import generate_corpus, generate_story
 from attentive_reader.corpus.synthetic.toy import toy_example, write_toy_dataset
-from attentive_reader.corpus.synthetic.words import (
-    CITIES,
-    COUNTRIES,
-    FACT_KINDS,
-    FILLERS_NONE,
-    FILLERS_ONE,
-    FILLERS_TWO,
-    FIRST_NAMES,
-    ORG_STEMS,
-    ORG_SUFFIXES,
-    SURNAMES,
-)
 
 
 @pytest.fixture(scope="module")
@@ -92,18 +81,18 @@ def _fields(template: str) -> set[str]:
 
 def test_templates_use_exactly_their_slots_and_known_words():
     words = {"role", "when", "years", "amount", "thousands"}
-    for kind in FACT_KINDS:
+    for kind in word_lists.FACT_KINDS:
         slots = {slot for slot, _ in kind.slots}
         for template in kind.article + kind.highlight:
             # Every argument is named once; the rest are plain words.
             assert _fields(template) & {"P", "Q", "O", "R", "G"} == slots, (kind.name, template)
             assert _fields(template) - slots <= words, template
-    for label, templates in FILLERS_ONE.items():
+    for label, templates in word_lists.FILLERS_ONE.items():
         assert label in ("PERSON", "GPE", "ORG")
         assert all(_fields(t) - words == {"X"} for t in templates)
-    assert all(_fields(t) - words == {"X", "Y"} for t in FILLERS_TWO)
-    assert all(not _fields(t) for t in FILLERS_NONE)
-    assert len({kind.name for kind in FACT_KINDS}) == len(FACT_KINDS) == 9
+    assert all(_fields(t) - words == {"X", "Y"} for t in word_lists.FILLERS_TWO)
+    assert all(not _fields(t) for t in word_lists.FILLERS_NONE)
+    assert len({kind.name for kind in word_lists.FACT_KINDS}) == len(word_lists.FACT_KINDS) == 9
 
 
 def test_story_n_does_not_depend_on_corpus_size():
@@ -248,11 +237,11 @@ def test_counting_does_not_find_the_answer(corpus):
 
 def test_inventories_are_disjoint():
     pools = {
-        "first": set(FIRST_NAMES),
-        "surname": set(SURNAMES),
-        "stem": set(ORG_STEMS),
-        "suffix": set(ORG_SUFFIXES),
-        "place words": {w for p in CITIES + COUNTRIES for w in p.split()},
+        "first": set(word_lists.FIRST_NAMES),
+        "surname": set(word_lists.SURNAMES),
+        "stem": set(word_lists.ORG_STEMS),
+        "suffix": set(word_lists.ORG_SUFFIXES),
+        "place words": {w for p in word_lists.CITIES + word_lists.COUNTRIES for w in p.split()},
     }
     names = list(pools)
     for i, a in enumerate(names):
