@@ -52,12 +52,14 @@ from attentive_reader.api_prepare import (
     parse_query,
 )
 from attentive_reader.checkpoint_file import read_checkpoint
+from attentive_reader.checks import check_positive
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.data.batching import EncodedExample, collate
 from attentive_reader.data.entity_block import EntityFit, fit_encoded, stored_ids
 from attentive_reader.data.vocab import Vocabulary
+from attentive_reader.data.vocab_sources import datamodule_state
 from attentive_reader.errors import UserError
 from attentive_reader.eval.inference import DeviceName, resolve_device
 from attentive_reader.markers import PLACEHOLDER, entity_index
@@ -208,8 +210,7 @@ class Reader:
                 f"{path}: the reader has {model.num_entities} entity ids but its vocabulary "
                 f"has {vocab.num_entities}; the checkpoint is inconsistent"
             )
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        check_positive(batch_size=batch_size)
         self.model = model.eval()
         self.vocab = vocab
         self.nlp = nlp
@@ -259,7 +260,7 @@ class Reader:
         where = resolve_device(device)
         checkpoint = read_checkpoint(path, map_location=where)  # read once: reader and vocabulary
         model = reader_from_checkpoint(checkpoint, path, map_location=where)
-        state = _datamodule_state(checkpoint)
+        state = datamodule_state(checkpoint)
         if state is None:
             raise UserError(
                 f"{path} holds no vocabulary (it was not trained with ClozeDataModule); "
@@ -467,12 +468,3 @@ def _cloze_options(pipeline: dict | None) -> ClozeOptions:
 
 def _provenance_warning(message: str) -> None:
     warnings.warn(message, ProvenanceWarning, stacklevel=3)  # at the caller of Reader.load
-
-
-def _datamodule_state(checkpoint: dict) -> dict | None:
-    """The ``ClozeDataModule`` state a checkpoint holds (vocabulary, pipeline), or ``None``."""
-    states = [checkpoint.get("ClozeDataModule"), *checkpoint.values()]
-    for state in states:
-        if isinstance(state, dict) and isinstance(state.get("vocab"), dict):
-            return state
-    return None

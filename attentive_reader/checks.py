@@ -1,10 +1,13 @@
-"""Argument checks shared by the package's constructors (floor 0: imports nothing of it).
+"""Argument checks shared by the package's constructors (floor 0, beside ``errors``).
 
 Each raises a ``ValueError`` that names the argument and the value it got, as torchtune's
-constructors do; a command turns it into its option's one-line error.
+constructors do; a command turns it into its option's one-line error
+(``check_positive_options`` raises that error itself).
 """
 
 from __future__ import annotations
+
+from attentive_reader.errors import UserError
 
 
 def is_positive_int(value: object) -> bool:
@@ -17,6 +20,15 @@ def check_positive(**values: object) -> None:
     for name, value in values.items():
         if not is_positive_int(value):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def check_positive_options(**values: object) -> None:
+    """Like ``check_positive`` for a command's options: a ``UserError`` that names the
+    option as typed (``batch_size`` -> ``--batch-size``)."""
+    try:
+        check_positive(**{f"--{name.replace('_', '-')}": value for name, value in values.items()})
+    except ValueError as err:
+        raise UserError(str(err)) from None
 
 
 def check_positive_or_none(**values: object) -> None:

@@ -185,12 +185,8 @@ class _Steps:
 
 def _generate(options: DemoOptions, out: Path, console: Console) -> None:
     """1. The synthetic corpus and its entity-ruler pipeline, under ``out/corpus``."""
-    from attentive_reader.corpus.synthetic import (
-        COMPACT_SHAPE,
-        build_ruler_pipeline,
-        generate_corpus,
-        write_corpus,
-    )
+    from attentive_reader.corpus.synthetic import COMPACT_SHAPE, build_ruler_pipeline, write_corpus
+    from attentive_reader.corpus.synthetic.story import generate_corpus
 
     corpus = out / "corpus"
     # Compact stories (~80 tokens, ~7.5 candidates): a small reader learns them on 2 CPU cores.

@@ -54,7 +54,8 @@ def _blanked_highlights(trained, reader, split="test"):
     for every example of ``split``: the mention is found as preprocessing found it."""
     import datasets
 
-    from attentive_reader.corpus.entities import alias_table, find_aliases, find_mentions
+    from attentive_reader.corpus.aliases import alias_table, find_aliases
+    from attentive_reader.corpus.entities import find_mentions
     from attentive_reader.corpus.grouping import group_mentions
     from attentive_reader.corpus.records import ClozeExample
     from attentive_reader.corpus.sources import parse_story

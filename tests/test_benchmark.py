@@ -120,7 +120,7 @@ def test_the_synthetic_data_is_the_packages_generated_dataset(tmp_path: Path) ->
     settings = _tiny(QUICK)
     data = write_dataset(tmp_path, settings)
     manifest = json.loads((data / "manifest.json").read_text())
-    assert manifest["source"] == "benchmark" and manifest["synthetic"] == {"generator": "benchmark"}
+    assert manifest["synthetic"] == {"generator": "benchmark"} and "source" not in manifest
     splits = load_dataset(data)
     assert {s: len(splits[s]) for s in splits} == {"train": 8, "validation": 4, "test": 5}
     for row in splits["train"]:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from attentive_reader.checks import check_positive, check_positive_or_none, is_positive_int
+from attentive_reader.checks import (
+    check_positive,
+    check_positive_options,
+    check_positive_or_none,
+    is_positive_int,
+)
+from attentive_reader.errors import UserError
 
 
 @pytest.mark.parametrize(
@@ -36,3 +42,9 @@ def test_check_positive_or_none_lets_none_pass():
     check_positive_or_none(cap=None, other=3)
     with pytest.raises(ValueError, match=r"^cap must be a positive integer or None, got 0$"):
         check_positive_or_none(cap=0)
+
+
+def test_check_positive_options_names_the_option_as_typed():
+    check_positive_options(limit=3, batch_size=1)
+    with pytest.raises(UserError, match=r"^--batch-size must be a positive integer, got 0$"):
+        check_positive_options(limit=3, batch_size=0, max_penalty=-1)

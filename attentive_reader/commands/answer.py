@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from attentive_reader.commands import add_device_argument
 from attentive_reader.errors import UserError
 from attentive_reader.faults import writing
 from attentive_reader.fileio import replacing, write_text_atomic
@@ -62,12 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="spaCy pipeline to use instead of the one the training data was made with "
         "(needed for readers trained on DeepMind .question data)",
     )
-    parser.add_argument(
-        "--device",
-        default="auto",
-        help="where the reader runs: auto (default, as in every command: the first GPU when "
-        "there is one, else the CPU, so one command line serves both), cpu, cuda or cuda:N",
-    )
+    add_device_argument(parser)
     parser.add_argument(
         "--batch-size", type=int, default=32, help="questions per forward pass (default: 32)"
     )

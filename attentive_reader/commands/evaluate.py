@@ -14,6 +14,7 @@ import contextlib
 import sys
 from pathlib import Path
 
+from attentive_reader.commands import add_device_argument
 from attentive_reader.corpus.records import SPLITS
 from attentive_reader.errors import UserError
 from attentive_reader.eval.evaluation import evaluate
@@ -53,12 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=64,
         help="examples per forward pass (default: %(default)s)",
     )
-    parser.add_argument(
-        "--device",
-        default="auto",
-        help="where the readers run: auto (default, as in every command: the first GPU when "
-        "there is one, else the CPU, so one command line serves both), cpu, cuda or cuda:N",
-    )
+    add_device_argument(parser, "the readers run")
     parser.add_argument(
         "--length-buckets",
         type=int,

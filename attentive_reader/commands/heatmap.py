@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from attentive_reader.commands import add_device_argument
 from attentive_reader.corpus.records import SPLITS
 from attentive_reader.errors import UserError
 from attentive_reader.faults import writing
@@ -52,12 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--batch-size", type=int, default=32, help="examples per forward pass (default: 32)"
     )
-    parser.add_argument(
-        "--device",
-        default="auto",
-        help="where the reader runs: auto (default, as in every command: the first GPU when "
-        "there is one, else the CPU, so one command line serves both), cpu, cuda or cuda:N",
-    )
+    add_device_argument(parser)
     return parser
 
 

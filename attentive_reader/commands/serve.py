@@ -18,6 +18,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from attentive_reader.commands import add_device_argument
 from attentive_reader.errors import UserError
 from attentive_reader.serve.pool import DEFAULT_QUEUE, DEFAULT_TIMEOUT, cores
 
@@ -80,12 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--spacy-model", metavar="NAME", help="spaCy pipeline instead of the recorded one"
     )
-    parser.add_argument(
-        "--device",
-        default="auto",
-        help="where the reader runs: auto (default, as in every command: the first GPU when "
-        "there is one, else the CPU, so one command line serves both), cpu, cuda or cuda:N",
-    )
+    add_device_argument(parser)
     return parser
 
 

@@ -8,11 +8,11 @@ For one story, ``make_examples``:
    and a driver may apply it before running NER);
 2. finds the article's entities (``entities.find_mentions`` + ``grouping.group_mentions``),
    or skips the story (``"no_entities"``) when there is none. Their names found elsewhere in the
-   article where NER missed them (``entities.find_aliases``, the same matching as for
+   article where NER missed them (``aliases.find_aliases``, the same matching as for
    highlights in 3) are mentions too, so a name is anonymized everywhere. Markers follow
    the first occurrence in the article, and the context is the anonymized article;
 3. finds entities in each highlight by matching the article's entity names
-   (``entities.alias_table``: every surface form and the unambiguous trailing sub-spans of
+   (``aliases.alias_table``: every surface form and the unambiguous trailing sub-spans of
    person names), case-insensitively, longest match first. When the highlight Docs went
    through NER too, their entities that match no article entity become extra entities,
    numbered after the article's (they can never be answered from the context);
@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from spacy.tokens import Doc
 
 from attentive_reader.checks import check_positive_or_none
+from attentive_reader.corpus.aliases import Alias, alias_table, find_aliases
 from attentive_reader.corpus.anonymize import (
     EntitySpan,
     anonymize,
@@ -45,15 +46,7 @@ from attentive_reader.corpus.anonymize import (
     is_whitespace,
     normalize_name,
 )
-from attentive_reader.corpus.entities import (
-    DEFAULT_LABELS,
-    Alias,
-    Entity,
-    Key,
-    alias_table,
-    find_aliases,
-    find_mentions,
-)
+from attentive_reader.corpus.entities import DEFAULT_LABELS, Entity, Key, find_mentions
 from attentive_reader.corpus.grouping import group_mentions
 from attentive_reader.corpus.records import ClozeExample, Skip, Story, safe_id
 from attentive_reader.markers import entity_marker, is_entity_marker

@@ -1,10 +1,9 @@
 """Grouping the mentions of one story into entities (coreference-lite).
 
 ``group_mentions`` groups the mentions (``corpus.entities.find_mentions``) of one story on
-the mention's *canonical key*: its lowercased words, without a title before a person's
-name (rule 10, ``_untitled_keys``), mapped to the name tables' form (rules 5 to 7,
-``canonical_key``). Mentions with the same canonical key are one entity (rule 1, exact
-match). The other keys are visited longest first; each is offered to the rules of
+the mention's *canonical key* (``corpus.grouping_keys``): its lowercased words, without a
+title before a person's name (rule 10), mapped to the name tables' form (rules 5 to 7).
+Mentions with the same canonical key are one entity (rule 1, exact match). The other keys are visited longest first; each is offered to the rules of
 ``RULES`` in their declared order, and the first rule that decides places it: in the
 entity (``Group``) it chooses, or in an entity of its own (``ALONE``). A rule is one
 function of the key and the grouping so far (``Grouping``), its guard first; adding or
@@ -17,9 +16,8 @@ Entities are numbered (``Entity.id``) by their first NER mention in the document
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from attentive_reader.corpus.entities import (
     GROUP_LABELS,
@@ -31,19 +29,8 @@ from attentive_reader.corpus.entities import (
     initials_of,
     is_prefixed,
 )
-from attentive_reader.corpus.names import (
-    FEMALE_TITLES,
-    HYPHENS,
-    LONGEST_TITLE,
-    MALE_TITLES,
-    TITLES,
-    canonical_form,
-    first_name_gender,
-    form_key,
-    is_first_name,
-    is_place,
-    is_regional_form,
-)
+from attentive_reader.corpus.grouping_keys import StoryKeys, story_keys
+from attentive_reader.corpus.names import HYPHENS, is_first_name, is_place
 
 # Bumped whenever a grouping rule, a name table or the reading of a story's text changes the
 # entities of some story, so that datasets made before and after are told apart
@@ -71,9 +58,6 @@ def grouping_info() -> dict:
     }
 
 
-# The labels of a mention whose state demonym names its place (rule 5).
-REGION_LABELS = frozenset({"NORP", "GPE", "LOC"})
-
 # The words after a short name that make it the name of an organisation, a team or a craft
 # (rule 11): "Southwest" ~ "Southwest Airlines", "Amnesty" ~ "Amnesty International",
 # "Fox" ~ "Fox News". Curated for this toolkit from real CNN / Daily Mail stories.
@@ -97,40 +81,6 @@ PLACE_WORDS = frozenset(
         "uptown metropolitan metro"
     ).split()
 )
-
-
-def canonical_key(key: Key, labels: Iterable[str] = (), known: Iterable[Key] = ()) -> Key:
-    """The key a mention is grouped on (rules 1 and 5 to 7 of the module docstring).
-
-    Args:
-        key: the mention's key (lowercased words).
-        labels: its NER labels (a plural of a ``PERSON`` is a surname: "Williams").
-        known: canonical keys of the story's other mentions (a plural joins its singular).
-    """
-    if is_prefixed(key):
-        return key
-    labels = set(labels)
-    if labels and labels <= NAME_LABELS:
-        return form_key(key)  # a person's "Holland" is no country
-    canonical = _table_form(key, labels)
-    if canonical != form_key(key) or not canonical:
-        return canonical
-    last = canonical[-1]
-    if len(last) > 3 and last.endswith("s") and not last.endswith("ss"):
-        singular = (*canonical[:-1], last[:-1])
-        target = _table_form(singular, labels)
-        if target != singular or singular in set(known):
-            return target
-    return canonical
-
-
-def _table_form(key: Key, labels: set[str]) -> Key:
-    """``canonical_form``, but a state's demonym names its place only for a mention NER
-    calls a nationality or a place: "the Bakersfield Californian" (a newspaper) and "the
-    Houston Texans" (a team) are no Californians or Texans."""
-    if labels and not labels <= REGION_LABELS and is_regional_form(key):
-        return form_key(key)
-    return canonical_form(key)
 
 
 def _name_shaped(words: Sequence[str]) -> bool:
@@ -175,61 +125,6 @@ def _dominant(
     return ranked[0] if top >= 2 * second and (top >= 3 or (top >= 2 and leads)) else None
 
 
-def _title_length(key: Key) -> int:
-    """How many leading words of ``key`` are a title ("mr", "prime minister"), else 0."""
-    bare = tuple(w.rstrip(".") for w in key[:LONGEST_TITLE])
-    for n in range(min(LONGEST_TITLE, len(key) - 1), 0, -1):
-        if bare[:n] in TITLES and key[n][:1].isalpha():
-            return n
-    return 0
-
-
-def _untitled_keys(mentions: Sequence[Mention], labels: dict[Key, set[str]]) -> dict[Key, Key]:
-    """Each key without the title before a person's name (rule 10), or the key itself.
-
-    A gendered title is kept when the story gives the same surname the other gender's title
-    more than half as often ("Miss Robertson" four times and her father "Mr Robertson" twice:
-    "Miss" goes, "Mr" stays), or when every full name with that surname has a first name
-    of the other gender (``names.first_name_gender``: "Mrs Saunders" beside "Pete
-    Saunders" only), so two relatives are never made one person.
-    """
-    gender_count: dict[tuple[Key, str], int] = {}
-    cut: dict[Key, int] = {}
-    for mention in mentions:
-        key = mention.key
-        n = _title_length(key) if "PERSON" in labels[key] else 0
-        if not n:
-            continue
-        cut[key] = n
-        gender = _title_gender(key[0])
-        if gender is not None:
-            slot = (key[n:], gender)
-            gender_count[slot] = gender_count.get(slot, 0) + 1
-    # Full names by surname, with the genders of their first names ("pete saunders": m).
-    first_genders: dict[Key, set[str | None]] = {}
-    for key in labels:
-        bare = key[_title_length(key) :] if "PERSON" in labels[key] else key
-        if "PERSON" in labels[key] and 2 <= len(bare) <= 3:
-            first_genders.setdefault(bare[-1:], set()).add(first_name_gender(bare[0]))
-    result = {key: key for key in labels}
-    for key, n in cut.items():
-        gender = _title_gender(key[0])
-        if gender is not None:
-            other = "f" if gender == "m" else "m"
-            mine = gender_count.get((key[n:], gender), 0)
-            if 2 * gender_count.get((key[n:], other), 0) > mine:
-                continue
-            if len(key) - n == 1 and first_genders.get(key[n:]) == {other}:
-                continue  # "Mrs Saunders" is not the story's only Saunders, "Pete Saunders"
-        result[key] = key[n:]
-    return result
-
-
-def _title_gender(word: str) -> Literal["m", "f"] | None:
-    title = word.rstrip(".")
-    return "m" if title in MALE_TITLES else "f" if title in FEMALE_TITLES else None
-
-
 @dataclass
 class Group:
     """One entity while the rules build it.
@@ -245,33 +140,6 @@ class Group:
     count: int
     places: int
     first: int
-
-
-@dataclass
-class StoryKeys:
-    """What the rules know of the canonical keys of one story (``_story_keys``).
-
-    Attributes:
-        canonical: each mention key -> the key it is grouped on.
-        first: canonical key -> the index of its first mention.
-        labels: canonical key -> the NER labels of its mentions.
-        count: canonical key -> how many mentions it has.
-        words: canonical key -> the words of its first mention.
-        persons: canonical key -> how many of its mentions NER calls a person.
-        places: canonical key -> how many of its mentions NER calls a place.
-        titled: canonical keys of a name after a title ("Mr Lane" -> "lane": a surname).
-        kept_titles: canonical keys of a name whose title stayed (rule 10's guards).
-    """
-
-    canonical: dict[Key, Key]
-    first: dict[Key, int] = field(default_factory=dict)
-    labels: dict[Key, set[str]] = field(default_factory=dict)
-    count: dict[Key, int] = field(default_factory=dict)
-    words: dict[Key, tuple[str, ...]] = field(default_factory=dict)
-    persons: dict[Key, int] = field(default_factory=dict)
-    places: dict[Key, int] = field(default_factory=dict)
-    titled: set[Key] = field(default_factory=set)
-    kept_titles: set[Key] = field(default_factory=set)
 
 
 @dataclass
@@ -471,30 +339,6 @@ def short_organisation(key: Key, grouping: Grouping) -> int | None:
 RULES: tuple[Rule, ...] = (trailing_part, first_name, middle_name, acronym, short_organisation)
 
 
-def _story_keys(mentions: Sequence[Mention]) -> StoryKeys:
-    """The canonical key of each mention (rules 5 to 7 and 10) and what is known of each."""
-    raw_labels: dict[Key, set[str]] = {}
-    for mention in mentions:
-        raw_labels.setdefault(mention.key, set()).add(mention.label)
-    untitled = _untitled_keys(mentions, raw_labels)
-    plain = {k: canonical_key(untitled[k], raw_labels[k]) for k in raw_labels}
-    canon = {k: canonical_key(untitled[k], raw_labels[k], plain.values()) for k in raw_labels}
-    keys = StoryKeys(
-        canonical=canon,
-        titled={canon[k] for k in raw_labels if untitled[k] != k},
-        kept_titles={canon[k] for k in raw_labels if _title_length(k) and untitled[k] == k},
-    )
-    for i, mention in enumerate(mentions):
-        key = canon[mention.key]
-        keys.persons[key] = keys.persons.get(key, 0) + (mention.label in NAME_LABELS)
-        keys.places[key] = keys.places.get(key, 0) + (mention.label in PLACE_LABELS)
-        keys.first.setdefault(key, i)
-        keys.labels.setdefault(key, set()).add(mention.label)
-        keys.count[key] = keys.count.get(key, 0) + 1
-        keys.words.setdefault(key, mention.words)
-    return keys
-
-
 def _decide(key: Key, grouping: Grouping, rules: Sequence[Rule]) -> int | None:
     """The group the first deciding rule puts ``key`` in, or ``None`` for a new one."""
     for rule in rules:
@@ -517,7 +361,7 @@ def group_mentions(
     Returns:
         The entities, numbered (``Entity.id``) and ordered by first mention.
     """
-    keys = _story_keys(mentions)
+    keys = story_keys(mentions)
     grouping = Grouping(keys)
     for key in sorted(keys.first, key=lambda k: (-len(k), keys.first[k])):
         grouping.place(key, _decide(key, grouping, RULES if rules is None else rules))

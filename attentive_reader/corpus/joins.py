@@ -1,4 +1,4 @@
-"""Two mentions side by side that are one name NER cut in two (mentions, version 6).
+"""Two mentions side by side that are one name NER cut in two.
 
 NER sometimes reads one name as two entities with nothing between them: "Rhodri" (GPE)
 "Giggs" (PERSON), "Islamic" (NORP) "State" (ORG), "Newcastle" (GPE) "United" (ORG),

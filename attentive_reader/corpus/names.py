@@ -17,7 +17,7 @@ Four tables, each loaded once per process (``name_forms``, ``first_name_gender``
 * ``region_forms.json`` beside this file: the demonyms of the US states ("Californian",
   "Texan", "New Yorker"), from the U.S. Government Printing Office Style Manual (public
   domain). These *regional forms* (``is_regional_form``) join their place only for mentions
-  NER calls a nationality or a place (``grouping.canonical_key``): "the Bakersfield
+  NER calls a nationality or a place (``grouping_keys.canonical_key``): "the Bakersfield
   Californian" is a newspaper, "the Houston Texans" a team.
 
 Every form is compared as a *form key* (``form_key``): lowercased, without hyphen tokens and

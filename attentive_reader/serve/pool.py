@@ -1,7 +1,8 @@
 """The answering pool of ``attentive-reader serve``: supervised workers behind a bounded queue.
 
-Answering (spaCy NER, then the reader: 0.1-0.8 s of CPU) never runs on the event loop, so
-the page and the health check answer at once while questions are being answered. At most
+Answering (spaCy NER, then the reader) is long CPU work (docs/answering.md, "Speed"), so it
+never runs on the event loop: the page and the health check answer at once while questions
+are being answered. At most
 ``workers`` questions are answered at a time and at most ``queue`` more wait; one more is
 refused with a 503 (``busy``, with ``Retry-After``), and a question not answered within
 ``timeout`` seconds of its arrival gets a 504 (``timeout``).
@@ -44,6 +45,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from attentive_reader.checks import check_positive
 from attentive_reader.errors import UserError
 from attentive_reader.serve.problems import Problem
 from attentive_reader.serve.workers import (
@@ -135,16 +137,13 @@ class AnswerPool:
         max_deaths: int = MAX_DEATHS,
         death_window: float = DEATH_WINDOW,
     ) -> None:
-        if workers < 1:
-            raise ValueError(f"workers must be positive, got {workers}")
+        check_positive(workers=workers, max_deaths=max_deaths)
         if queue < 0:
             raise ValueError(f"queue must be zero or more, got {queue}")
         if not 0 < timeout < math.inf:
             raise ValueError(f"timeout must be positive, got {timeout}")
-        if max_deaths < 1 or not death_window > 0:
-            raise ValueError(
-                f"max_deaths and death_window must be positive, got {max_deaths}, {death_window}"
-            )
+        if not death_window > 0:
+            raise ValueError(f"death_window must be positive, got {death_window}")
         self.kind = kind
         self.workers = workers
         self.queue = queue

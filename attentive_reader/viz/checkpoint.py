@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attentive_reader.checks import check_positive_options
 from attentive_reader.corpus.records import SPLITS, ClozeExample
 from attentive_reader.errors import UserError
 from attentive_reader.viz.heatmap import HeatmapExample, heatmap_examples
@@ -70,10 +71,7 @@ def checkpoint_heatmaps(
     """
     if split not in SPLITS:
         raise UserError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    if limit < 1:
-        raise UserError(f"--limit must be positive, got {limit}")
-    if batch_size < 1:
-        raise UserError(f"--batch-size must be positive, got {batch_size}")
+    check_positive_options(limit=limit, batch_size=batch_size)
 
     from attentive_reader.eval.inference import iterate_predictions, load_checkpoint, resolve_device
 

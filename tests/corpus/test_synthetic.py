@@ -25,12 +25,12 @@ from attentive_reader.corpus.synthetic import (
     build_ruler_pipeline,
     format_story,
     frequency_baselines,
-    generate_corpus,
-    generate_story,
     ground_truth_questions,
     write_corpus,
 )
+from attentive_reader.corpus.synthetic import words as word_lists
 from attentive_reader.corpus.synthetic.examples import write_examples
+from attentive_reader.corpus.synthetic.story import generate_corpus, generate_story
 from attentive_reader.corpus.synthetic.toy import toy_example, write_toy_dataset
 
 
@@ -81,18 +81,18 @@ def _fields(template: str) -> set[str]:
 
 def test_templates_use_exactly_their_slots_and_known_words():
     words = {"role", "when", "years", "amount", "thousands"}
-    for kind in synthetic.FACT_KINDS:
+    for kind in word_lists.FACT_KINDS:
         slots = {slot for slot, _ in kind.slots}
         for template in kind.article + kind.highlight:
             # Every argument is named once; the rest are plain words.
             assert _fields(template) & {"P", "Q", "O", "R", "G"} == slots, (kind.name, template)
             assert _fields(template) - slots <= words, template
-    for label, templates in synthetic.FILLERS_ONE.items():
+    for label, templates in word_lists.FILLERS_ONE.items():
         assert label in ("PERSON", "GPE", "ORG")
         assert all(_fields(t) - words == {"X"} for t in templates)
-    assert all(_fields(t) - words == {"X", "Y"} for t in synthetic.FILLERS_TWO)
-    assert all(not _fields(t) for t in synthetic.FILLERS_NONE)
-    assert len({kind.name for kind in synthetic.FACT_KINDS}) == len(synthetic.FACT_KINDS) == 9
+    assert all(_fields(t) - words == {"X", "Y"} for t in word_lists.FILLERS_TWO)
+    assert all(not _fields(t) for t in word_lists.FILLERS_NONE)
+    assert len({kind.name for kind in word_lists.FACT_KINDS}) == len(word_lists.FACT_KINDS) == 9
 
 
 def test_story_n_does_not_depend_on_corpus_size():
@@ -237,11 +237,11 @@ def test_counting_does_not_find_the_answer(corpus):
 
 def test_inventories_are_disjoint():
     pools = {
-        "first": set(synthetic.FIRST_NAMES),
-        "surname": set(synthetic.SURNAMES),
-        "stem": set(synthetic.ORG_STEMS),
-        "suffix": set(synthetic.ORG_SUFFIXES),
-        "place words": {w for p in synthetic.CITIES + synthetic.COUNTRIES for w in p.split()},
+        "first": set(word_lists.FIRST_NAMES),
+        "surname": set(word_lists.SURNAMES),
+        "stem": set(word_lists.ORG_STEMS),
+        "suffix": set(word_lists.ORG_SUFFIXES),
+        "place words": {w for p in word_lists.CITIES + word_lists.COUNTRIES for w in p.split()},
     }
     names = list(pools)
     for i, a in enumerate(names):
@@ -390,7 +390,9 @@ def test_write_examples_round_trips_with_the_normal_manifest(tmp_path):
         source="unit", options={"n": 3},
     )  # fmt: skip
     assert read_manifest(tmp_path / "d") == manifest and manifest["complete"]
-    assert manifest["source"] == "unit" and manifest["options"] == {"n": 3}
+    assert manifest["synthetic"] == {"generator": "unit"} and manifest["options"] == {"n": 3}
+    assert manifest["inputs"] == [{"path": "unit", "kind": "generated"}]
+    assert "source" not in manifest
     assert manifest["examples"] == {"train": 2, "validation": 0, "test": 1}
     assert manifest["counts"]["read"] == manifest["counts"]["kept"] == 3
     # One document per example: context tokens (4 + 5 + 2) / 3, two entities, 3-token queries.
@@ -419,7 +421,7 @@ def test_the_toy_dataset_is_its_examples_with_the_normal_manifest(tmp_path):
     loaded = datasets.load_from_disk(str(path))
     assert {s: [ClozeExample.from_row(r) for r in loaded[s]] for s in expected} == expected
     manifest = read_manifest(path)
-    assert manifest is not None and manifest["source"] == "toy"
+    assert manifest is not None and manifest["synthetic"] == {"generator": "toy"}
     assert manifest["options"]["seed"] == 4 and manifest["examples"]["test"] == 3
 
 

@@ -9,6 +9,7 @@ import torch
 from attentive_reader.corpus.manifest import MANIFEST_FORMAT
 from attentive_reader.data.datamodule import ClozeDataModule, PreprocessingWarning
 from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES, Vocabulary
+from attentive_reader.data.vocab_sources import DATAMODULE_STATE
 from attentive_reader.errors import UserError
 from tests.corpus.fixtures import numbered_example, write_dataset
 
@@ -219,6 +220,26 @@ def test_from_checkpoint_reuses_vocabulary_and_arguments(path, tmp_path):
     loaded = ClozeDataModule.from_checkpoint(tmp_path / "run.ckpt", path=other)
     assert loaded.vocab == dm.vocab and loaded.batch_size == 2
     assert str(loaded.path) == other
+    # Lightning keys a data module's state by its class name, where the readers look first.
+    assert DATAMODULE_STATE == ClozeDataModule.__qualname__
+
+
+def test_a_checkpoint_with_the_development_option_permute_entities_is_refused(path, tmp_path):
+    dm = ClozeDataModule(path, num_entities=5)
+    arguments = {k: v for k, v in dm.hparams.items() if k != "entity_ids"}
+    checkpoint = {
+        "datamodule_hyper_parameters": {**arguments, "permute_entities": True},
+        "ClozeDataModule": dm.state_dict(),
+    }
+    torch.save(checkpoint, tmp_path / "old.ckpt")
+    expected = (
+        f"{tmp_path / 'old.ckpt'} was saved by a development version of attentive-reader (data "
+        "option permute_entities, now entity_ids: permute or first_occurrence); train it again "
+        "with this version"
+    )
+    with pytest.raises(UserError) as caught:
+        ClozeDataModule.from_checkpoint(tmp_path / "old.ckpt")
+    assert str(caught.value) == expected
 
 
 def _manifest(folder: str, pipeline: str, cap: int | None) -> None:

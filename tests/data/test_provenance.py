@@ -10,6 +10,7 @@ import pytest
 from attentive_reader.corpus.synthetic.examples import write_examples
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.provenance import data_provenance, generated_by
+from attentive_reader.errors import UserError
 from tests.corpus.fixtures import numbered_example  # candidates: the markers, in order
 
 VALIDATION = [
@@ -48,18 +49,33 @@ def test_the_baseline_the_fingerprint_and_the_mark(tmp_path):
 
 
 def test_what_a_manifest_says_about_its_origin(tmp_path):
-    assert generated_by(None) is None
-    assert generated_by({"synthetic": None}) is False  # written with the mark: real text
-    assert generated_by({"synthetic": {"generator": "x"}}) == {"generator": "x"}
-    assert generated_by({"source": "toy"}) == {"generator": "toy"}  # before the mark
+    assert generated_by(None, tmp_path) is None
+    assert generated_by({"synthetic": None}, tmp_path) is False  # with the mark: real text
+    assert generated_by({"synthetic": {"generator": "x"}}, tmp_path) == {"generator": "x"}
     # Before the mark, a real corpus's manifest cannot tell; a synth corpus still on disk can.
-    assert generated_by({"inputs": [{"path": str(tmp_path / "gone")}]}) is None
+    assert generated_by({"inputs": [{"path": str(tmp_path / "gone")}]}, tmp_path) is None
     corpus = tmp_path / "corpus"
     (corpus / "stories").mkdir(parents=True)
     mark = {"generator": "attentive_reader.corpus.synthetic", "seed": 3}
     (corpus / "synthetic.json").write_text(json.dumps(mark))
-    found = generated_by({"inputs": [{"path": str(corpus / "stories")}]})
+    found = generated_by({"inputs": [{"path": str(corpus / "stories")}]}, tmp_path)
     assert found["seed"] == 3 and found["found"] == str((corpus / "synthetic.json").resolve())
+
+
+def test_a_development_manifest_of_generated_examples_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "d"
+    write_examples(path, {"train": VALIDATION, "validation": VALIDATION}, source="unit", options={})
+    manifest = json.loads((path / "manifest.json").read_text())
+    del manifest["synthetic"]
+    manifest["source"] = "toy"  # how generated examples said so before the mark
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    expected = (
+        f"{path / 'manifest.json'} was written by a development version of attentive-reader "
+        "(a 'source' key, no 'synthetic' mark); generate the dataset again"
+    )
+    with pytest.raises(UserError) as caught:
+        ClozeDataModule(str(path)).provenance()
+    assert str(caught.value) == expected
 
 
 def test_the_baseline_is_computed_without_caching_where_the_cache_cannot_be_written(tmp_path):

@@ -28,7 +28,7 @@ def test_evaluate_reports_every_example_once(toy_run, tmp_path, capsys):
 
     report = json.loads(out.read_text())
     assert report["num_examples"] == 11 and report["inputs"]["split"] == "test"
-    assert report["inputs"]["manifest"]["source"] == "toy"
+    assert report["inputs"]["manifest"]["synthetic"] == {"generator": "toy"}
     hashes = [c["sha256"] for c in report["inputs"]["checkpoints"]]
     assert len(hashes) == 2 and all(len(h) == 64 for h in hashes)
     # The optimiser that trained each reader, with defaults resolved.

@@ -122,7 +122,8 @@ def _hub_unreachable(name: str) -> UserError:
 
 def check_hub(name: str) -> None:
     """Refuse a hub dataset when the hub cannot be reached (unless ``HF_HUB_OFFLINE`` is
-    set): online, ``load_dataset`` would retry an unreachable hub for ~20 s first.
+    set), at once: online, ``load_dataset`` would retry an unreachable hub first
+    (docs/inputs.md).
 
     Raises:
         UserError: the hub endpoint does not answer within a few seconds.

@@ -155,12 +155,6 @@ class UrlLists:
         entry = self._urls.get(story_id)
         return entry[1] if entry else None
 
-    def publisher_of(self, story_id: str) -> Publisher | None:
-        """The publisher of the listed url whose SHA-1 is ``story_id`` (``publisher_of_url``),
-        else ``None``."""
-        url = self.url_of(story_id)
-        return publisher_of_url(url) if url else None
-
     def counts(self) -> dict[str, int]:
         """Number of listed urls per split."""
         counts = dict.fromkeys(SPLITS, 0)

@@ -22,17 +22,14 @@ that recognises every name the generator can write when no statistical model is 
 
 The package's rooms: ``words.py`` (the word lists and templates of ``words.json`` /
 ``templates.json``), ``shapes.py`` (story shapes and the generated records), ``story.py``
-(the generator), ``files.py`` (``.story`` files, url lists, the entity ruler, ``synthesize``),
-``baselines.py`` (ground-truth frequency baselines), ``toy.py`` (the already-anonymized toy
-relation task) and ``examples.py`` (generated examples written as a processed dataset with
-the normal manifest).
+(the generator: ``generate_corpus``, ``generate_story``), ``files.py`` (``.story`` files, url
+lists, the entity ruler, ``synthesize``), ``ground_truth.py`` (the frequency baselines on the
+generator's own ground truth), ``toy.py`` (the already-anonymized toy relation task) and
+``examples.py`` (generated examples written as a processed dataset with the normal manifest).
+This module gathers the names of ``files.py``, ``shapes.py`` and ``ground_truth.py``; the
+generator and the word lists are imported from their own modules.
 """
 
-from attentive_reader.corpus.synthetic.baselines import (
-    FrequencyBaselines,
-    frequency_baselines,
-    ground_truth_questions,
-)
 from attentive_reader.corpus.synthetic.files import (
     GENERATOR_VERSION,
     MARKER_FILE,
@@ -43,6 +40,11 @@ from attentive_reader.corpus.synthetic.files import (
     synthesize,
     synthetic_origin,
     write_corpus,
+)
+from attentive_reader.corpus.synthetic.ground_truth import (
+    FrequencyBaselines,
+    frequency_baselines,
+    ground_truth_questions,
 )
 from attentive_reader.corpus.synthetic.shapes import (
     COMPACT_SHAPE,
@@ -57,50 +59,17 @@ from attentive_reader.corpus.synthetic.shapes import (
     split_of,
     story_url,
 )
-from attentive_reader.corpus.synthetic.story import generate_corpus, generate_story
-from attentive_reader.corpus.synthetic.words import (
-    AMOUNTS,
-    CITIES,
-    COUNTRIES,
-    FACT_KINDS,
-    FILLERS_NONE,
-    FILLERS_ONE,
-    FILLERS_TWO,
-    FIRST_NAMES,
-    ORG_STEMS,
-    ORG_SUFFIXES,
-    ROLES,
-    SURNAMES,
-    WHEN,
-    FactKind,
-    Label,
-)
 
 __all__ = [
-    "AMOUNTS",
-    "CITIES",
     "COMPACT_SHAPE",
-    "COUNTRIES",
     "DEFAULT_SHAPE",
-    "FACT_KINDS",
-    "FILLERS_NONE",
-    "FILLERS_ONE",
-    "FILLERS_TWO",
-    "FIRST_NAMES",
     "GENERATOR_VERSION",
     "MARKER_FILE",
-    "ORG_STEMS",
-    "ORG_SUFFIXES",
-    "ROLES",
     "SHAPES",
-    "SURNAMES",
     "URL_LIST_FILES",
     "URL_PREFIX",
-    "WHEN",
     "Entity",
-    "FactKind",
     "FrequencyBaselines",
-    "Label",
     "Mention",
     "SplitName",
     "StoryShape",
@@ -108,8 +77,6 @@ __all__ = [
     "build_ruler_pipeline",
     "format_story",
     "frequency_baselines",
-    "generate_corpus",
-    "generate_story",
     "ground_truth_questions",
     "ruler_patterns",
     "split_of",

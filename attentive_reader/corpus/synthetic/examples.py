@@ -40,12 +40,12 @@ def write_examples(
         directory: where to write (created; a dataset already there is replaced).
         splits: the examples of ``train`` / ``validation`` / ``test``; a split left out is
             written empty.
-        source: what generated the examples (the manifest's input, e.g. ``"toy"``).
+        source: what generated the examples (the manifest's input and its ``synthetic``
+            mark's ``generator``, e.g. ``"toy"``).
         options: the generator's options, as stored in the manifest (JSON values).
 
     Returns:
-        The manifest written to ``directory/manifest.json``: ``corpus.manifest``'s, with
-        ``source`` added.
+        The manifest written to ``directory/manifest.json``.
 
     Raises:
         ValueError: for a split name other than ``train`` / ``validation`` / ``test``.
@@ -89,6 +89,5 @@ def write_examples(
         num_shards=1,
         synthetic={"generator": source},  # made up by a program, not real text
     )
-    manifest["source"] = source  # a generated dataset says what generated it
     write_json_atomic(out / MANIFEST_NAME, manifest)
     return manifest

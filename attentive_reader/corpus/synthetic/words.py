@@ -6,8 +6,8 @@ their order is part of the corpus (reordering or editing a list changes every st
 ``GENERATOR_VERSION`` when you do).
 
 The name inventories are kept to the names that en_core_web_sm tags correctly in the
-generator's own sentences (measured on 2,500 stories: first names >= 0.97; surnames >= 0.95
-after a first name and >= 0.93 alone; the organisation suffixes >= 0.91; places >= 0.97).
+generator's own sentences (docs/synthetic.md, "Names spaCy knows"), so that preprocessing
+finds the entities the generator wrote.
 First names, surnames, organisation stems and places are pairwise disjoint, and none of them
 occurs capitalised in the template text, so a name means one entity and the entity ruler's
 surname-only pattern fires only on names.
