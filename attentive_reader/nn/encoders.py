@@ -16,8 +16,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attentive_reader.checks import check_positive
+from attentive_reader.checks import check_dropout, check_positive
 from attentive_reader.nn.gru import packed_gru
+from attentive_reader.nn.precision import bf16_is_emulated
 
 RnnName = Literal["lstm", "gru"]
 RnnPath = Literal["auto", "padded", "packed", "fused"]
@@ -74,8 +75,7 @@ class SequenceEncoder(nn.Module):
     ) -> None:
         super().__init__()
         check_positive(input_dim=input_dim, hidden_dim=hidden_dim, num_layers=num_layers)
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        check_dropout(dropout)
         if rnn not in ("lstm", "gru"):
             raise ValueError(f"rnn must be 'lstm' or 'gru', got {rnn!r}")
         if path not in RNN_PATHS:
@@ -113,9 +113,7 @@ class SequenceEncoder(nn.Module):
             and the backward state at the first token (top layer). Sequences without any real
             token get zeros in both.
         """
-        if _cpu_rnn_without_bf16(inputs):
-            # oneDNN has no bf16 LSTM/GRU on CPUs without bf16 instructions (e.g. AVX2-only):
-            # under bf16 autocast the recurrent cells run in float32 there instead of failing.
+        if bf16_is_emulated(inputs):  # oneDNN has no bf16 LSTM/GRU there: float32, not a failure
             with torch.autocast("cpu", enabled=False):
                 return self.forward(inputs.float(), mask)
         lengths = mask.sum(dim=1)  # (b,)
@@ -237,15 +235,6 @@ def set_forget_bias(encoder: SequenceEncoder, value: float) -> None:
             with torch.no_grad():
                 cell.bias_ih_l0[h : 2 * h].fill_(value)
                 cell.bias_hh_l0[h : 2 * h].zero_()
-
-
-def _cpu_rnn_without_bf16(inputs: Tensor) -> bool:
-    """Whether bf16 autocast is on for a CPU tensor on a CPU whose oneDNN lacks bf16 RNNs."""
-    if inputs.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
-        return False
-    if torch.get_autocast_dtype("cpu") != torch.bfloat16:
-        return False
-    return not torch.ops.mkldnn._is_mkldnn_bf16_supported()
 
 
 def _reverse_index(lengths: Tensor, n: int) -> Tensor:
