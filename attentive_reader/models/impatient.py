@@ -88,7 +88,7 @@ class ImpatientReader(PairReader):
         """
         encoded = self.encode(batch)
         y_d, y_q, u = encoded.document, encoded.query, encoded.query_final  # (b, n|m, 2h), (b, 2h)
-        if bf16_is_emulated(y_d):  # many small steps: float32 is the faster there
+        if bf16_is_emulated(y_d):  # many small steps: faster in float32 there
             with torch.autocast("cpu", enabled=False):
                 steps = self.query_steps(y_d.float(), y_q.float(), batch)
         else:
@@ -104,12 +104,11 @@ class ImpatientReader(PairReader):
     def query_steps(self, y_d: Tensor, y_q: Tensor, batch: ClozeBatch) -> QuerySteps:
         """``r(|q|)`` and ``s(i)`` for ``i = 1..m``: through ``self.fused`` where it applies,
         else :meth:`recurrence`. ``y_d`` (b, n, 2h), ``y_q`` (b, m, 2h)."""
-        masks = batch.context_mask, batch.query_mask
         fused = None
-        if self.fused is not None:
-            fused = self.fused(
-                self.scorer, self.recurrent_proj, self.initial_read, y_d, y_q, *masks
-            )
+        if self.fused is not None and self.fused.applies(y_d):
+            masks = batch.context_mask, batch.query_mask
+            parameters = self.scorer, self.recurrent_proj, self.initial_read
+            fused = self.fused(*parameters, y_d, y_q, *masks)
         r, attention, scores = fused or self.recurrence(y_d, y_q, batch)  # (b, 2h), (b, m, n) x 2
         return QuerySteps(
             r=r,

@@ -25,9 +25,9 @@ no more:
   rows (those whose query has an ``i``-th token): the work is the sum of the query lengths,
   not the batch size times the longest query.
 
-``FusedAdditiveSteps`` is the one entry: it says where these steps apply (training in
-float32/float64 outside autocast, each query's padding after its tokens) and returns ``None``
-elsewhere, where the reader's loop runs.
+``FusedAdditiveSteps`` is the one entry: ``applies`` says where these steps are the reader's
+fast path (training in float32/float64 outside autocast); they return ``None`` for a query
+with padding between its tokens. Elsewhere the reader's loop runs.
 """
 
 from __future__ import annotations
@@ -58,6 +58,13 @@ class FusedAdditiveSteps(nn.Module):
             self.workspace.clear()  # evaluation keeps no activations
         return super().train(mode)
 
+    def applies(self, y_d: Tensor) -> bool:
+        """Whether these steps are the reader's fast path for document states ``y_d``:
+        training in float32/float64 outside autocast."""
+        training = torch.is_grad_enabled() and y_d.requires_grad
+        exact = y_d.dtype in (torch.float32, torch.float64)
+        return training and exact and not torch.is_autocast_enabled(y_d.device.type)
+
     def forward(
         self,
         scorer: AdditiveScorer,
@@ -68,7 +75,8 @@ class FusedAdditiveSteps(nn.Module):
         context_mask: Tensor,
         query_mask: Tensor,
     ) -> tuple[Tensor, Tensor, Tensor] | None:
-        """The reader's steps, or ``None`` where they do not apply (module docstring).
+        """The reader's steps in any dtype: the examples sorted longest query first, the
+        steps, the results in the given order.
 
         Args:
             scorer: the steps' additive scorer (``W_d``, ``W_q`` on ``[r(i-1); y_q(i)]``, ``w``).
@@ -79,47 +87,25 @@ class FusedAdditiveSteps(nn.Module):
 
         Returns:
             ``r(|q|)`` (b, d), ``s(i)`` (b, m, n) and the scores (b, m, n) of every step, rows
-            of padded steps all 0; ``None`` outside training in float32/float64, under
-            autocast, or for a query with padding between its tokens.
+            of padded steps all 0; ``None`` for a query with padding between its tokens.
         """
-        training = torch.is_grad_enabled() and y_d.requires_grad
-        exact = y_d.dtype in (torch.float32, torch.float64)
-        if not training or not exact or torch.is_autocast_enabled(y_d.device.type):
+        m = query_mask.shape[1]
+        lengths = query_mask.sum(dim=1)  # (b,)
+        positions = torch.arange(m, device=query_mask.device)  # (m,)
+        if not torch.equal(query_mask, positions < lengths.unsqueeze(-1)):
             return None
-        return additive_steps(
-            scorer, recurrent, initial, y_d, y_q, context_mask, query_mask, self.workspace
-        )
-
-
-def additive_steps(
-    scorer: AdditiveScorer,
-    recurrent: nn.Linear,
-    initial: Tensor,
-    y_d: Tensor,
-    y_q: Tensor,
-    context_mask: Tensor,
-    query_mask: Tensor,
-    workspace: Workspace | None = None,
-) -> tuple[Tensor, Tensor, Tensor] | None:
-    """``FusedAdditiveSteps`` in any dtype (the tests read bf16 too): the examples sorted
-    longest query first, the steps, the results in the given order; ``None`` for a query
-    with padding between its tokens."""
-    m = query_mask.shape[1]
-    lengths = query_mask.sum(dim=1)  # (b,)
-    positions = torch.arange(m, device=query_mask.device)  # (m,)
-    if not torch.equal(query_mask, positions < lengths.unsqueeze(-1)):
-        return None
-    order = torch.argsort(lengths, descending=True, stable=True)  # (b,)
-    active = tuple((lengths[order].unsqueeze(-1) > positions).sum(dim=0).tolist())  # k(i)
-    vector = scorer.vector.weight.squeeze(0)  # w: (a,)
-    y_d = y_d[order]
-    read, weights, scores = AdditiveSteps.apply(
-        F.linear(y_d, 2.0 * scorer.key_proj.weight), y_d, y_q[order],
-        initial.to(y_d.dtype).expand(len(order), -1), 2.0 * scorer.query_proj.weight,
-        2.0 * vector, vector.sum(), recurrent.weight, context_mask[order], active, workspace,
-    )  # (b, d), (b, m, n), (b, m, n)  # fmt: skip
-    inverse = torch.argsort(order)  # (b,)
-    return read[inverse], weights[inverse], scores[inverse]
+        order = torch.argsort(lengths, descending=True, stable=True)  # (b,)
+        active = tuple((lengths[order].unsqueeze(-1) > positions).sum(dim=0).tolist())  # k(i)
+        vector = scorer.vector.weight.squeeze(0)  # w: (a,)
+        y_d = y_d[order]
+        read, weights, scores = AdditiveSteps.apply(
+            F.linear(y_d, 2.0 * scorer.key_proj.weight), y_d, y_q[order],
+            initial.to(y_d.dtype).expand(len(order), -1), 2.0 * scorer.query_proj.weight,
+            2.0 * vector, vector.sum(), recurrent.weight, context_mask[order], active,
+            self.workspace,
+        )  # (b, d), (b, m, n), (b, m, n)  # fmt: skip
+        inverse = torch.argsort(order)  # (b,)
+        return read[inverse], weights[inverse], scores[inverse]
 
 
 class _Lease:
