@@ -28,29 +28,16 @@ RNN_PATHS: tuple[str, ...] = ("auto", "padded", "packed", "fused")
 class SequenceEncoder(nn.Module):
     """A (bi)directional LSTM or GRU that reads only the real tokens of each sequence.
 
-    Padding never enters the recurrence of a real token: the forward direction runs over
-    the padded batch (padding comes after the real tokens, so it cannot reach their states),
-    and the backward direction runs forwards over each sequence reversed within its own
-    length, so it starts at that sequence's last real token. Stacked bidirectional layers
-    are run one at a time (the next layer reads both directions of the previous one).
+    Padding comes after the real tokens, so it never reaches them: the forward direction runs
+    over the padded batch, the backward direction forwards over each sequence reversed within
+    its own length. Stacked bidirectional layers run one at a time.
 
-    Why not a ``PackedSequence``: on the CPU, torch runs a packed RNN step by step over
-    slices of the packed data, and autograd gives every slice a gradient as large as the
-    whole sequence, so the backward pass costs O(n^2) (37 s against 0.6 s for one batch of
-    32 contexts of ~900 tokens, see the README's "Performance"). The padded runs use
-    torch's fused (oneDNN) RNN kernels in both passes.
-
-    On CUDA the cost is the other way round: cuDNN runs a packed batch as one fused kernel
-    that skips the padding, so ``path="auto"`` packs each direction's input there
-    (``pack_padded_sequence``, the backward direction's reversed input as on the CPU) and
-    runs padded everywhere else. Both paths compute the same function with the same
-    parameters; ``path`` forces one (the tests compare them on the CPU).
-
-    A GRU has no fused kernel on the CPU (oneDNN's serve only the LSTM): torch runs it step by
-    step, and autograd records every step's operations. There, when gradients are recorded,
-    ``path="auto"`` trains a GRU through ``nn/gru.py`` (``fused``: the packed rows of the real
-    tokens, the backward written out; in float32 under autocast); evaluation keeps torch's
-    kernel.
+    ``path`` picks the kernels, all computing one function with the same parameters: on the
+    CPU a padded batch through torch's fused (oneDNN) kernels, since a packed RNN there costs
+    O(n^2) in the backward pass (docs/performance.md); on CUDA a packed batch, which cuDNN
+    runs as one kernel skipping the padding; for a GRU being trained on the CPU, which has no
+    fused kernel there, ``nn/gru.py`` (the packed rows of the real tokens, the backward
+    written out).
 
     Args:
         input_dim: size ``d`` of each input vector.
