@@ -94,18 +94,19 @@ class FusedAdditiveSteps(nn.Module):
         positions = torch.arange(m, device=query_mask.device)  # (m,)
         if not torch.equal(query_mask, positions < lengths.unsqueeze(-1)):
             return None
-        order = torch.argsort(lengths, descending=True, stable=True)  # (b,)
-        active = tuple((lengths[order].unsqueeze(-1) > positions).sum(dim=0).tolist())  # k(i)
+        if not bool((lengths[:-1] >= lengths[1:]).all()):  # the reader sorts what it trains on
+            order = torch.argsort(lengths, descending=True, stable=True)  # (b,)
+            steps = self(scorer, recurrent, initial, y_d[order], y_q[order], context_mask[order],
+                         query_mask[order])  # fmt: skip
+            inverse = torch.argsort(order)  # (b,)
+            return tuple(value[inverse] for value in steps)  # type: ignore[union-attr]
+        active = tuple((lengths.unsqueeze(-1) > positions).sum(dim=0).tolist())  # k(i)
         vector = scorer.vector.weight.squeeze(0)  # w: (a,)
-        y_d = y_d[order]
-        read, weights, scores = AdditiveSteps.apply(
-            F.linear(y_d, 2.0 * scorer.key_proj.weight), y_d, y_q[order],
-            initial.to(y_d.dtype).expand(len(order), -1), 2.0 * scorer.query_proj.weight,
-            2.0 * vector, vector.sum(), recurrent.weight, context_mask[order], active,
-            self.workspace,
+        return AdditiveSteps.apply(
+            F.linear(y_d, 2.0 * scorer.key_proj.weight), y_d, y_q,
+            initial.to(y_d.dtype).expand(len(lengths), -1), 2.0 * scorer.query_proj.weight,
+            2.0 * vector, vector.sum(), recurrent.weight, context_mask, active, self.workspace,
         )  # (b, d), (b, m, n), (b, m, n)  # fmt: skip
-        inverse = torch.argsort(order)  # (b,)
-        return read[inverse], weights[inverse], scores[inverse]
 
 
 class _Lease:
