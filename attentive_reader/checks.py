@@ -36,3 +36,9 @@ def check_positive_or_none(**values: object) -> None:
     for name, value in values.items():
         if value is not None and not is_positive_int(value):
             raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+
+
+def check_dropout(dropout: float) -> None:
+    """Raise a ``ValueError`` unless ``0 <= dropout < 1``."""
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout}")

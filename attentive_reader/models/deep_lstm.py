@@ -8,10 +8,11 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
+from attentive_reader.checks import check_dropout
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import ReaderOutput
-from attentive_reader.models.parts import check_choice, check_dropout
+from attentive_reader.models.parts import check_choice
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
 from attentive_reader.nn.encoders import SequenceEncoder, set_forget_bias
 

@@ -7,12 +7,12 @@ from typing import Any, Literal, get_args
 import torch
 from torch import Tensor, nn
 
-from attentive_reader.checks import check_positive
+from attentive_reader.checks import check_dropout, check_positive
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import GatedExtras, ReaderOutput
-from attentive_reader.models.parts import check_choice, check_dropout
+from attentive_reader.models.parts import check_choice
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
 from attentive_reader.nn.encoders import SequenceEncoder
 from attentive_reader.nn.masking import masked_softmax

@@ -18,6 +18,7 @@ from typing import Any, Literal, get_args
 import torch
 from torch import Tensor, nn
 
+from attentive_reader.checks import check_dropout
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.nn.answer import AnswerHead
@@ -31,12 +32,6 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
     """Raise a ``ValueError`` naming the choices when ``value`` is not one of them."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
-
-
-def check_dropout(dropout: float) -> None:
-    """Raise a ``ValueError`` unless ``0 <= dropout < 1``."""
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
 
 
 @dataclass
@@ -68,7 +63,6 @@ class EncoderPair(nn.Module):
 
     def __init__(self, document: SequenceEncoder, query: SequenceEncoder, dropout: float) -> None:
         super().__init__()
-        check_dropout(dropout)
         if document.output_dim != query.output_dim:
             raise ValueError(
                 f"the document and query encoders must have one output size, got "
@@ -107,7 +101,7 @@ class PairReader(ClozeReader):
         **options: Any,
     ) -> None:
         super().__init__(**options)
-        check_dropout(dropout)  # before the encoders, for the reader's own message
+        check_dropout(dropout)
 
         def encoder() -> SequenceEncoder:
             return SequenceEncoder(

@@ -16,8 +16,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attentive_reader.checks import check_positive
+from attentive_reader.checks import check_dropout, check_positive
 from attentive_reader.nn.gru import packed_gru
+from attentive_reader.nn.precision import bf16_is_emulated
 
 RnnName = Literal["lstm", "gru"]
 RnnPath = Literal["auto", "padded", "packed", "fused"]
@@ -27,29 +28,16 @@ RNN_PATHS: tuple[str, ...] = ("auto", "padded", "packed", "fused")
 class SequenceEncoder(nn.Module):
     """A (bi)directional LSTM or GRU that reads only the real tokens of each sequence.
 
-    Padding never enters the recurrence of a real token: the forward direction runs over
-    the padded batch (padding comes after the real tokens, so it cannot reach their states),
-    and the backward direction runs forwards over each sequence reversed within its own
-    length, so it starts at that sequence's last real token. Stacked bidirectional layers
-    are run one at a time (the next layer reads both directions of the previous one).
+    Padding comes after the real tokens, so it never reaches them: the forward direction runs
+    over the padded batch, the backward direction forwards over each sequence reversed within
+    its own length. Stacked bidirectional layers run one at a time.
 
-    Why not a ``PackedSequence``: on the CPU, torch runs a packed RNN step by step over
-    slices of the packed data, and autograd gives every slice a gradient as large as the
-    whole sequence, so the backward pass costs O(n^2) (37 s against 0.6 s for one batch of
-    32 contexts of ~900 tokens, see the README's "Performance"). The padded runs use
-    torch's fused (oneDNN) RNN kernels in both passes.
-
-    On CUDA the cost is the other way round: cuDNN runs a packed batch as one fused kernel
-    that skips the padding, so ``path="auto"`` packs each direction's input there
-    (``pack_padded_sequence``, the backward direction's reversed input as on the CPU) and
-    runs padded everywhere else. Both paths compute the same function with the same
-    parameters; ``path`` forces one (the tests compare them on the CPU).
-
-    A GRU has no fused kernel on the CPU (oneDNN's serve only the LSTM): torch runs it step by
-    step, and autograd records every step's operations. There, when gradients are recorded,
-    ``path="auto"`` trains a GRU through ``nn/gru.py`` (``fused``: the packed rows of the real
-    tokens, the backward written out; in float32 under autocast); evaluation keeps torch's
-    kernel.
+    ``path`` picks the kernels, all computing one function with the same parameters: on the
+    CPU a padded batch through torch's fused (oneDNN) kernels, since a packed RNN there costs
+    O(n^2) in the backward pass (docs/performance.md); on CUDA a packed batch, which cuDNN
+    runs as one kernel skipping the padding; for a GRU being trained on the CPU, which has no
+    fused kernel there, ``nn/gru.py`` (the packed rows of the real tokens, the backward
+    written out).
 
     Args:
         input_dim: size ``d`` of each input vector.
@@ -74,8 +62,7 @@ class SequenceEncoder(nn.Module):
     ) -> None:
         super().__init__()
         check_positive(input_dim=input_dim, hidden_dim=hidden_dim, num_layers=num_layers)
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        check_dropout(dropout)
         if rnn not in ("lstm", "gru"):
             raise ValueError(f"rnn must be 'lstm' or 'gru', got {rnn!r}")
         if path not in RNN_PATHS:
@@ -113,9 +100,7 @@ class SequenceEncoder(nn.Module):
             and the backward state at the first token (top layer). Sequences without any real
             token get zeros in both.
         """
-        if _cpu_rnn_without_bf16(inputs):
-            # oneDNN has no bf16 LSTM/GRU on CPUs without bf16 instructions (e.g. AVX2-only):
-            # under bf16 autocast the recurrent cells run in float32 there instead of failing.
+        if bf16_is_emulated(inputs):  # oneDNN has no bf16 LSTM/GRU there: float32, not a failure
             with torch.autocast("cpu", enabled=False):
                 return self.forward(inputs.float(), mask)
         lengths = mask.sum(dim=1)  # (b,)
@@ -237,15 +222,6 @@ def set_forget_bias(encoder: SequenceEncoder, value: float) -> None:
             with torch.no_grad():
                 cell.bias_ih_l0[h : 2 * h].fill_(value)
                 cell.bias_hh_l0[h : 2 * h].zero_()
-
-
-def _cpu_rnn_without_bf16(inputs: Tensor) -> bool:
-    """Whether bf16 autocast is on for a CPU tensor on a CPU whose oneDNN lacks bf16 RNNs."""
-    if inputs.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
-        return False
-    if torch.get_autocast_dtype("cpu") != torch.bfloat16:
-        return False
-    return not torch.ops.mkldnn._is_mkldnn_bf16_supported()
 
 
 def _reverse_index(lengths: Tensor, n: int) -> Tensor:

@@ -323,14 +323,14 @@ def test_impatient_steps_run_in_float32_where_bf16_is_emulated(emulated, monkeyp
         with torch.no_grad():
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 encoded = reader.encode(batch)
-            expected = reader.read_steps(
+            expected = reader.query_steps(
                 encoded.document.float(), encoded.query.float(), batch
             ).attention
         assert torch.equal(attention, expected)
 
 
 def test_bf16_is_emulated_only_under_cpu_bf16_autocast():
-    from attentive_reader.nn.attention import bf16_is_emulated
+    from attentive_reader.nn.precision import bf16_is_emulated
 
     x = torch.zeros(2)
     assert not bf16_is_emulated(x)

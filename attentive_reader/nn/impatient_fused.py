@@ -1,16 +1,19 @@
-"""The Impatient Reader's query steps with the additive scorer, with a hand-written backward.
+"""The Impatient Reader's additive query steps for training, fast: the same values and
+gradients as the reader's step-by-step loop (``models/impatient.py``), fewer memory passes.
 
 Letters: ``b`` batch, ``n`` context length, ``m`` query length, ``d`` state size (2h),
 ``a`` the additive scorer's hidden size.
 
-Each query step scores every context token: ``H(i) = sigmoid(P + u(i))`` over (b, n, a)
-values, where ``P = 2 W_d y_d`` is prepared once and ``u(i) = 2 W_q [r(i-1); y_q(i)]``
-(``AdditiveScorer``: ``w^T tanh(z) = (2w)^T sigmoid(2z) - sum(w)``). Autograd runs each step
-as a few separate (b, n, a) tensors, each freshly allocated, and adds the steps' gradients of
-``P`` and ``y_d`` one step at a time. This function does the same maths with the memory
-passes it needs and no more:
+The reader's loop scores step ``i`` as ``w^T tanh(W_d y_d + W_q [r(i-1); y_q(i)])``. Here the
+same scores are ``H(i) @ 2w - sum(w)`` with ``H(i) = sigmoid(P + u(i))``, ``P = 2 W_d y_d``
+(once) and ``u(i) = 2 W_q [r(i-1); y_q(i)]``, since ``tanh(z) = 2 sigmoid(2z) - 1``: the
+backward then needs only ``H(1 - H)``, and a CPU's sigmoid is cheaper than its tanh. Autograd
+would run each step as a few freshly allocated (b, n, a) tensors and add the steps' gradients
+of ``P`` and ``y_d`` one step at a time; ``AdditiveSteps`` makes the memory passes it needs and
+no more:
 
-- the forward writes every step's ``H(i)`` into one workspace, kept for the backward;
+- the forward writes every step's ``H(i)`` into one workspace, kept for the backward and
+  reused from batch to batch (fresh memory of that size costs page faults every batch);
 - a step's (k, n, a) values are visited in blocks of about 1 MiB that stay in the core's
   cache: each pass after the first (the forward's sigmoid and product with ``2w``, the
   backward's ``H(1 - H)`` and its sums) reads the block from the cache, not from memory;
@@ -18,12 +21,13 @@ passes it needs and no more:
   H(i)(1 - H(i))``;
 - the steps' gradients of ``y_d`` through the reads ``s(i)^T y_d`` become one product
   ``S^T dR`` after the loop, instead of an outer product per step;
-- the examples come sorted by query length, longest first, so step ``i`` reads only the
-  first ``k(i)`` rows (those whose query has an ``i``-th token): the work is the sum of the
-  query lengths, not the batch size times the longest query.
+- the examples are taken longest query first, so step ``i`` reads only the first ``k(i)``
+  rows (those whose query has an ``i``-th token): the work is the sum of the query lengths,
+  not the batch size times the longest query.
 
-It is used for training in float32/float64 (``ImpatientReader.read_steps``); evaluation
-(no gradients) and autocast take the step-by-step path, which it is tested against.
+``FusedAdditiveSteps`` is the one entry: ``applies`` says where these steps are the reader's
+fast path (training in float32/float64 outside autocast); they return ``None`` for a query
+with padding between its tokens. Elsewhere the reader's loop runs.
 """
 
 from __future__ import annotations
@@ -33,10 +37,76 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
-from torch import Tensor
+import torch.nn.functional as F
+from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from attentive_reader.nn.attention import AdditiveScorer
 from attentive_reader.nn.masking import masked_softmax
+
+
+class FusedAdditiveSteps(nn.Module):
+    """The fast path of the Impatient Reader's additive query steps in training (module
+    docstring). No parameters: it reads the reader's own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.workspace = Workspace()
+
+    def train(self, mode: bool = True) -> FusedAdditiveSteps:
+        if not mode:
+            self.workspace.clear()  # evaluation keeps no activations
+        return super().train(mode)
+
+    def applies(self, y_d: Tensor) -> bool:
+        """Whether these steps are the reader's fast path for document states ``y_d``:
+        training in float32/float64 outside autocast."""
+        training = torch.is_grad_enabled() and y_d.requires_grad
+        exact = y_d.dtype in (torch.float32, torch.float64)
+        return training and exact and not torch.is_autocast_enabled(y_d.device.type)
+
+    def forward(
+        self,
+        scorer: AdditiveScorer,
+        recurrent: nn.Linear,
+        initial: Tensor,
+        y_d: Tensor,
+        y_q: Tensor,
+        context_mask: Tensor,
+        query_mask: Tensor,
+    ) -> tuple[Tensor, Tensor, Tensor] | None:
+        """The reader's steps in any dtype: the examples sorted longest query first, the
+        steps, the results in the given order.
+
+        Args:
+            scorer: the steps' additive scorer (``W_d``, ``W_q`` on ``[r(i-1); y_q(i)]``, ``w``).
+            recurrent: ``W_rr``.
+            initial: ``r(0)`` (d,).
+            y_d: document states (b, n, d); y_q: query states (b, m, d).
+            context_mask: (b, n) and query_mask: (b, m), True on real tokens.
+
+        Returns:
+            ``r(|q|)`` (b, d), ``s(i)`` (b, m, n) and the scores (b, m, n) of every step, rows
+            of padded steps all 0; ``None`` for a query with padding between its tokens.
+        """
+        m = query_mask.shape[1]
+        lengths = query_mask.sum(dim=1)  # (b,)
+        positions = torch.arange(m, device=query_mask.device)  # (m,)
+        if not torch.equal(query_mask, positions < lengths.unsqueeze(-1)):
+            return None
+        if not bool((lengths[:-1] >= lengths[1:]).all()):  # the reader sorts what it trains on
+            order = torch.argsort(lengths, descending=True, stable=True)  # (b,)
+            steps = self(scorer, recurrent, initial, y_d[order], y_q[order], context_mask[order],
+                         query_mask[order])  # fmt: skip
+            inverse = torch.argsort(order)  # (b,)
+            return tuple(value[inverse] for value in steps)  # type: ignore[union-attr]
+        active = tuple((lengths.unsqueeze(-1) > positions).sum(dim=0).tolist())  # k(i)
+        vector = scorer.vector.weight.squeeze(0)  # w: (a,)
+        return AdditiveSteps.apply(
+            F.linear(y_d, 2.0 * scorer.key_proj.weight), y_d, y_q,
+            initial.to(y_d.dtype).expand(len(lengths), -1), 2.0 * scorer.query_proj.weight,
+            2.0 * vector, vector.sum(), recurrent.weight, context_mask, active, self.workspace,
+        )  # (b, d), (b, m, n), (b, m, n)  # fmt: skip
 
 
 class _Lease:
@@ -47,9 +117,8 @@ class _Lease:
 class Workspace:
     """One flat buffer reused from batch to batch for the activations ``AdditiveSteps`` keeps.
 
-    A fresh buffer of a few hundred MB per batch costs as much in page faults as a third of
-    the steps' arithmetic. The buffer is lent to one graph at a time: while a graph that holds
-    it is alive (a forward whose backward has not run), another forward gets a fresh tensor.
+    Lent to one graph at a time: while a graph that holds it is alive (a forward whose
+    backward has not run), another forward gets a fresh tensor.
     """
 
     def __init__(self) -> None:

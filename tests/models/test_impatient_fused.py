@@ -1,4 +1,5 @@
-"""The Impatient Reader's hand-written additive steps against the step-by-step autograd maths."""
+"""The Impatient Reader's fused additive steps (``nn/impatient_fused.py``) against its
+``recurrence``, the paper's equations step by step through autograd."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import torch
 from torch.nn import functional as F
 
 from attentive_reader.models import ImpatientReader
-from attentive_reader.nn import impatient_steps
-from attentive_reader.nn.impatient_steps import AdditiveSteps
+from attentive_reader.nn import impatient_fused
+from attentive_reader.nn.impatient_fused import AdditiveSteps
 from tests.models.batches import alone, random_batch
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -33,11 +34,10 @@ def _batch():
 
 
 def _loss_and_grads(reader: ImpatientReader, batch, fused: bool):
-    """Fused: the reader as it trains (the batch sorted by query length, the fused steps);
-    else the step-by-step loop on the batch as given. No dropout, so both read the same."""
+    """Fused: the reader as it trains (the fused steps); else its recurrence. No dropout, so
+    both read the same."""
     if not fused:
-        reader.fused_steps_apply = lambda y_d: False  # type: ignore[method-assign]
-        reader.query_order = lambda batch: None  # type: ignore[method-assign]
+        reader.fused = None
     reader.eval()
     reader.zero_grad()
     out = reader(batch)
@@ -52,7 +52,6 @@ def _loss_and_grads(reader: ImpatientReader, batch, fused: bool):
 @pytest.mark.parametrize("answer_layer", ["tied", "output", "pointer"])
 def test_fused_steps_give_the_step_by_step_values_and_gradients(answer_layer):
     reader, batch = _reader(answer_layer), _batch()
-    assert reader.fused_steps_apply(torch.zeros(1, requires_grad=True).double())  # training
     expected, expected_grads = _loss_and_grads(reader, batch, fused=False)
     got, grads = _loss_and_grads(_reader(answer_layer), batch, fused=True)
 
@@ -68,18 +67,83 @@ def test_fused_steps_give_the_step_by_step_values_and_gradients(answer_layer):
         assert grads[name].abs().sum() > 0, name
 
 
-def test_evaluation_and_autocast_take_the_step_by_step_path():
+def _steps_inputs(reader: ImpatientReader, batch, dtype: torch.dtype):
+    """Document and query states (b, n|m, 2h) as leaves to differentiate, 0 on padding (as the
+    encoders give them), in ``dtype``."""
+    generator = torch.Generator().manual_seed(4)
+    y_d = torch.randn(*batch.context.shape, 12, generator=generator, dtype=torch.float64)
+    y_q = torch.randn(*batch.query.shape, 12, generator=generator, dtype=torch.float64)
+    y_d = (y_d * batch.context_mask.unsqueeze(-1)).to(dtype).requires_grad_()
+    y_q = (y_q * batch.query_mask.unsqueeze(-1)).to(dtype).requires_grad_()
+    return y_d, y_q
+
+
+def _steps_and_grads(reader: ImpatientReader, batch, y_d, y_q, fused: bool):
+    """``r(|q|)``, ``s`` and the scores of the real steps, by one path, and the gradients of a
+    loss that reads all three with respect to the states and every parameter of the steps."""
+    masks = batch.context_mask, batch.query_mask
+    if fused:
+        steps = reader.fused(
+            reader.scorer, reader.recurrent_proj, reader.initial_read, y_d, y_q, *masks
+        )
+    else:
+        steps = reader.recurrence(y_d, y_q, batch)
+    r, attention, scores = steps
+    scores = scores * batch.query_mask.unsqueeze(-1)  # padded steps' scores are nobody's
+    generator = torch.Generator().manual_seed(5)
+    loss = sum(
+        (value.double() * torch.randn(value.shape, generator=generator, dtype=torch.float64)).sum()
+        for value in (r, attention, scores)
+    )
+    parameters = [reader.initial_read, reader.recurrent_proj.weight, *reader.scorer.parameters()]
+    grads = torch.autograd.grad(loss, [y_d, y_q, *parameters])
+    return [value.double() for value in (r, attention, scores)], [g.double() for g in grads]
+
+
+# Largest difference allowed between the paths, relative to the largest magnitude of each value
+# or gradient. float32 (eps 1.2e-7): the paths round differently (sigmoid form, blocked sums);
+# seen 3e-7. bf16 (eps 7.8e-3): every product rounds to 8 bits, so each path lies a few eps
+# from the exact values, and they differ by as much; seen 1.7e-2.
+TOLERANCE = {torch.float32: 3e-6, torch.bfloat16: 6e-2}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_fused_steps_and_the_recurrence_agree_in_float32_and_bfloat16(dtype):
+    """Values and gradients on small random states with padding of context and query (and a
+    query that is all padding), within ``TOLERANCE`` of the larger magnitude; both paths also
+    lie that close to the float64 recurrence."""
+    reader, batch = _reader("tied").to(dtype), _batch()
+    y_d, y_q = _steps_inputs(reader, batch, dtype)
+    # The exact reference: the same rounded parameters and states, in float64.
+    y64 = [y.detach().double().requires_grad_() for y in (y_d, y_q)]
+    exact, exact_grads = _steps_and_grads(reader.double(), batch, *y64, fused=False)
+    reader = reader.to(dtype)
+    fused, fused_grads = _steps_and_grads(reader, batch, y_d, y_q, fused=True)
+    loop, loop_grads = _steps_and_grads(reader, batch, y_d, y_q, fused=False)
+    for got, expected, reference in zip(
+        fused + fused_grads, loop + loop_grads, exact + exact_grads
+    ):
+        scale = reference.abs().max()
+        assert scale > 0
+        assert (got - expected).abs().max() <= TOLERANCE[dtype] * scale
+        assert (got - reference).abs().max() <= TOLERANCE[dtype] * scale
+        assert (expected - reference).abs().max() <= TOLERANCE[dtype] * scale
+
+
+def test_evaluation_autocast_and_other_scorers_take_the_recurrence():
     reader, batch = _reader("tied"), _batch()
-    y = torch.zeros(2, 3, 4, dtype=torch.float64, requires_grad=True)
-    assert reader.fused_steps_apply(y)
+    y_d, _ = _steps_inputs(reader, batch, torch.float64)
+    assert reader.fused.applies(y_d)  # training
     with torch.no_grad():
-        assert not reader.fused_steps_apply(y)
+        assert not reader.fused.applies(y_d)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert not reader.fused_steps_apply(y)
+        assert not reader.fused.applies(y_d)
+    assert not reader.fused.applies(y_d.detach())
+    assert not reader.fused.applies(y_d.bfloat16())
     dot = ImpatientReader(
         vocab_size=60, num_entities=10, embedding_dim=8, hidden_dim=6, scorer="dot"
     )
-    assert not dot.fused_steps_apply(y)  # only the additive scorer has the fused form
+    assert dot.fused is None  # only the additive scorer has the fused form
     reader.eval()
     with torch.no_grad():
         assert reader(batch).logits.isfinite().all()
@@ -103,7 +167,7 @@ def test_the_steps_blocks_give_the_same_values(block, monkeypatch):
     (100 floats: 8 tokens)."""
     reader, batch = _reader("tied"), _batch()
     expected, expected_grads = _loss_and_grads(reader, batch, fused=True)
-    monkeypatch.setattr(impatient_steps, "BLOCK", block)
+    monkeypatch.setattr(impatient_fused, "BLOCK", block)
     got, grads = _loss_and_grads(_reader("tied"), batch, fused=True)
     assert torch.allclose(got.logits, expected.logits, atol=1e-12)
     for name, grad in expected_grads.items():
@@ -139,23 +203,23 @@ def test_fused_steps_by_hand_one_token_one_step():
     assert torch.allclose(keys.grad[0, :, 0], expected)
 
 
-def test_a_query_with_padding_between_its_tokens_takes_the_step_by_step_path():
+def test_a_query_with_padding_between_its_tokens_takes_the_recurrence():
     reader, batch = _reader("tied").eval(), _batch()
     encoded = reader.encode(batch)
-    assert reader.fused_steps(encoded.document, encoded.query, batch) is not None
+    args = reader.scorer, reader.recurrent_proj, reader.initial_read, encoded.document
+    masks = batch.context_mask, batch.query_mask
+    assert reader.fused(*args, encoded.query, *masks) is not None
     batch.query_mask[0, 1] = False  # a hole: the steps are not a prefix of the query
-    assert reader.fused_steps(encoded.document, encoded.query, batch) is None
+    assert reader.fused(*args, encoded.query, *masks) is None
     expected, _ = _loss_and_grads(_reader("tied"), batch, fused=False)
     assert torch.allclose(reader(batch).logits, expected.logits, atol=1e-10)
 
 
-def test_forward_sorts_the_batch_by_query_length_and_answers_in_the_given_order():
+def test_the_fused_steps_answer_each_example_in_the_given_order():
+    """They read the examples longest query first; each row comes back to its own place."""
     reader, batch = _reader("tied").eval(), _batch()
-    order = reader.query_order(batch)
     lengths = batch.query_mask.sum(1)
-    assert order is not None and (lengths[order][:-1] >= lengths[order][1:]).all()
-    with torch.no_grad():
-        assert reader.query_order(batch) is None  # evaluation reads step by step, unsorted
+    assert not (lengths[:-1] >= lengths[1:]).all()  # not in that order already
     out = reader(batch)
     for i in range(len(batch)):  # each example alone gives its own row
         single = reader(alone(batch, i, min_query=1))
@@ -169,7 +233,7 @@ def test_the_workspace_is_reused_after_a_backward_and_never_shared_by_two_live_g
     batch = _batch()
     expected, expected_grads = _loss_and_grads(_reader("tied"), batch, fused=False)
     reader = _reader("tied").eval()  # no dropout: every forward reads the same
-    workspace = reader.steps_workspace
+    workspace = reader.fused.workspace
 
     def loss_of(out):
         weights = torch.randn(out.attention.shape, generator=torch.Generator().manual_seed(1))
