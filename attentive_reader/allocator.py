@@ -12,8 +12,11 @@ allocator does on a GPU and as PyTorch's CPU performance guide gets from jemallo
 
 Only the training loop runs this way (:class:`KeepFreedMemory`, a Lightning callback the
 training commands add): a step allocates the same blocks again and again, so the memory kept
-stays at one level. Data preparation does not (large buffers of growing sizes, kept, would
-pile up). ``ATTENTIVE_READER_ALLOCATOR=system`` leaves malloc as it is, and so does an
+settles at one level. Data preparation does not (large buffers of growing sizes, kept, would
+pile up). Where the blocks' sizes never repeat closely enough (a recurrent encoder over batches
+of every length from 200 to 2,000 tokens), glibc's heap can grow without end instead; the
+callback watches the process's resident memory and gives the memory back, for the rest of the
+run, once it has grown past twice its level after the first steps. ``ATTENTIVE_READER_ALLOCATOR=system`` leaves malloc as it is, and so does an
 allocator the user chose (``LD_PRELOAD`` of jemalloc, TCMalloc or mimalloc, or glibc's
 ``MALLOC_*`` variables and malloc tunables). Nothing happens on other systems.
 """
@@ -21,9 +24,10 @@ allocator the user chose (``LD_PRELOAD`` of jemalloc, TCMalloc or mimalloc, or g
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import platform
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
@@ -31,9 +35,12 @@ from typing import Literal
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 
+from attentive_reader.checks import check_positive
 from attentive_reader.errors import UserError
 
 ENVIRONMENT = "ATTENTIVE_READER_ALLOCATOR"
+
+log = logging.getLogger(__name__)
 
 # mallopt(3) parameters (glibc's malloc.h) and glibc's defaults for them.
 M_TRIM_THRESHOLD = -1
@@ -181,20 +188,88 @@ def _restore(libc: ctypes.CDLL) -> None:
     libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD)
 
 
+def resident_bytes() -> int | None:
+    """This process's resident memory in bytes (``None`` without Linux's ``/proc``)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class KeepFreedMemory(Callback):
-    """Keep freed memory from the first training batch to the end of ``fit`` (or its fault).
+    """Keep freed memory from the first training batch to the end of ``fit`` (or its fault),
+    unless it keeps growing.
 
     The data module is set up and its token ids encoded before the training loop starts, so
     its buffers come and go under the system's malloc. The training commands add this
     callback; add it to your own ``Trainer(callbacks=[...])`` for the same effect.
+
+    Args:
+        growth: how many times its level after ``warmup_steps`` the resident memory may reach
+            before the kept memory is given back and malloc put back for the rest of ``fit``.
+        warmup_steps: training batches before the level is taken (the first steps allocate
+            the blocks every later step reuses).
+        check_every: batches between two readings of the resident memory.
+        resident: reads the resident memory in bytes (``None``: unknown, nothing checked).
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        growth: float = 2.0,
+        warmup_steps: int = 20,
+        check_every: int = 10,
+        resident: Callable[[], int | None] = resident_bytes,
+    ) -> None:
+        check_positive(warmup_steps=warmup_steps, check_every=check_every)
+        if not growth > 1:
+            raise ValueError(f"growth must be above 1, got {growth}")
+        self.growth, self.warmup_steps, self.check_every = growth, warmup_steps, check_every
+        self.resident = resident
         self.setting: AllocatorSetting | None = None
+        # (level after the warm-up, resident memory) when the kept memory was given back.
+        self.released: tuple[int, int] | None = None
+        self._level: int | None = None
+        self._batches = 0
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._level, self._batches = None, 0
         if trainer.strategy.root_device.type == "cpu":
             self.setting = keep_freed_memory()
+
+    def on_train_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: object,
+        batch: object,
+        batch_idx: int,
+    ) -> None:
+        if not kept():
+            return
+        self._batches += 1
+        if (
+            self._batches < self.warmup_steps
+            or (self._batches - self.warmup_steps) % self.check_every
+        ):
+            return
+        now = self.resident()
+        if now is None:
+            return
+        if self._level is None:
+            self._level = now
+        elif now > self.growth * self._level:
+            release_freed_memory()
+            self.released = (self._level, now)
+            log.warning(
+                "the memory kept for training grew from %d MiB after %d steps to %d MiB "
+                "after %d: it goes back to the system for the rest of this run "
+                "(ATTENTIVE_READER_ALLOCATOR=system starts a run that way)",
+                self._level >> 20,
+                self.warmup_steps,
+                now >> 20,
+                self._batches,
+            )
 
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         release_freed_memory()

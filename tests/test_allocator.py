@@ -133,3 +133,81 @@ def test_the_with_block_keeps_inside_and_releases_however_it_ends() -> None:
             assert setting.outcome == "kept" and allocator.kept()
             raise ValueError("a bad loop")
     assert not allocator.kept()
+
+
+class Readings:
+    """Resident memory readings in MiB, one a call, the last repeated."""
+
+    def __init__(self, *mib: int) -> None:
+        self.mib, self.calls = list(mib), 0
+
+    def __call__(self) -> int:
+        self.calls += 1
+        return (self.mib.pop(0) if len(self.mib) > 1 else self.mib[0]) << 20
+
+
+def _batches(callback: allocator.KeepFreedMemory, count: int) -> list[bool]:
+    """Run COUNT training batches' ends through the callback; whether memory was kept after each."""
+    kept = []
+    for index in range(count):
+        callback.on_train_batch_end(None, None, None, None, index)
+        kept.append(allocator.kept())
+    return kept
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc only")
+def test_memory_that_keeps_growing_goes_back_to_the_system(monkeypatch, caplog) -> None:
+    monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
+    # The level after 4 batches is 1,000 MiB; read again after 6 and 8 batches: 1,900 MiB
+    # stays kept (under twice the level), 2,100 MiB does not.
+    readings = Readings(1000, 1900, 2100)
+    callback = allocator.KeepFreedMemory(warmup_steps=4, check_every=2, resident=readings)
+    callback.setting = allocator.keep_freed_memory({})
+    with caplog.at_level("WARNING", logger="attentive_reader.allocator"):
+        kept = _batches(callback, 12)
+    assert kept == [True] * 7 + [False] * 5
+    assert readings.calls == 3  # after batches 4, 6 and 8; none once given back
+    assert callback.released == (1000 << 20, 2100 << 20)
+    assert "grew from 1000 MiB after 4 steps to 2100 MiB after 8" in caplog.text
+    assert "ATTENTIVE_READER_ALLOCATOR=system" in caplog.text
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc only")
+def test_memory_that_settles_stays_kept(monkeypatch) -> None:
+    monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
+    readings = Readings(1000, 1500, 1999, 2000, 1800)
+    callback = allocator.KeepFreedMemory(warmup_steps=1, check_every=1, resident=readings)
+    callback.setting = allocator.keep_freed_memory({})
+    assert _batches(callback, 8) == [True] * 8
+    assert callback.released is None
+
+
+def test_without_a_reading_nothing_is_checked(monkeypatch) -> None:
+    monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
+    callback = allocator.KeepFreedMemory(warmup_steps=1, check_every=1, resident=lambda: None)
+    callback.setting = allocator.keep_freed_memory({})
+    _batches(callback, 5)
+    assert callback.released is None
+    assert allocator.kept() == (callback.setting.outcome == "kept")
+
+
+def test_the_resident_memory_is_read_from_proc() -> None:
+    resident = allocator.resident_bytes()
+    if platform.system() != "Linux":
+        assert resident is None
+        return
+    # This process holds at least torch, and far less than a terabyte.
+    assert 50 << 20 < resident < 1 << 40
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"growth": 1.0}, "growth must be above 1"),
+        ({"warmup_steps": 0}, "warmup_steps must be a positive integer"),
+        ({"check_every": -1}, "check_every must be a positive integer"),
+    ],
+)
+def test_the_bound_takes_sensible_settings(options, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        allocator.KeepFreedMemory(**options)
