@@ -35,8 +35,7 @@ from typing import Literal
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 
-from attentive_reader.checks import check_positive
-from attentive_reader.errors import UserError
+from attentive_reader.checks import check_positive, environment_choice
 
 ENVIRONMENT = "ATTENTIVE_READER_ALLOCATOR"
 
@@ -125,9 +124,7 @@ def keep_freed_memory(environ: Mapping[str, str] | None = None) -> AllocatorSett
     """
     global _kept
     environ = os.environ if environ is None else environ
-    choice = environ.get(ENVIRONMENT, "keep").strip().lower()
-    if choice not in ("keep", "system"):
-        raise UserError(f"{ENVIRONMENT}={choice!r}: use 'keep' (the default) or 'system'")
+    choice = environment_choice(environ, ENVIRONMENT, "keep", "system")
     if choice == "system":
         return AllocatorSetting("system", f"{ENVIRONMENT}=system")
     if (user := _user_choice(environ)) is not None:

@@ -33,7 +33,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback
 
-from attentive_reader.errors import UserError
+from attentive_reader.checks import environment_choice
 
 ENVIRONMENT = "ATTENTIVE_READER_DENORMALS"
 
@@ -77,9 +77,7 @@ def flush_denormals(environ: Mapping[str, str] | None = None) -> DenormalSetting
     """
     global _flushed
     environ = os.environ if environ is None else environ
-    choice = environ.get(ENVIRONMENT, "flush").strip().lower()
-    if choice not in ("flush", "keep"):
-        raise UserError(f"{ENVIRONMENT}={choice!r}: use 'flush' (the default) or 'keep'")
+    choice = environment_choice(environ, ENVIRONMENT, "flush", "keep")
     if choice == "keep":
         return DenormalSetting("kept", f"{ENVIRONMENT}=keep")
     if not _set_everywhere(True):
