@@ -300,8 +300,12 @@ def _build(
     split: str,
 ) -> None:
     """Encode ``rows`` into preallocated ``.npy`` files in ``folder``, then write meta.json."""
-    table = rows.with_format("arrow").data.table  # memory-mapped
     count = len(rows)
+    if rows.data.num_rows != count:
+        # A selection of the stored rows (--data.train_fraction): the table below would be
+        # every stored row, and workers would load them all again; encode the selection here.
+        rows, dataset_dir = rows.flatten_indices(keep_in_memory=True), None
+    table = rows.with_format("arrow").data.table  # memory-mapped
     ids = table.column("id")
     width = max(1, int(pc.max(pc.binary_length(ids)).as_py() or 1)) if count else 1
     totals = {

@@ -4,6 +4,7 @@ import datasets
 import pytest
 
 from attentive_reader.corpus.records import CLOZE_FEATURES
+from attentive_reader.data import encoded
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.stories import story_position, story_share
 from tests.corpus.fixtures import cloze_example, write_dataset
@@ -65,3 +66,22 @@ def test_the_data_module_trains_on_the_share_and_evaluates_on_everything(tmp_pat
     # The vocabulary is the share's: a word of a dropped story is unknown.
     dropped = next(s for s in range(40) if f"story{s}" not in kept)
     assert f"w{dropped}" in whole.vocab.words and f"w{dropped}" not in half.vocab.words
+
+
+@pytest.mark.parametrize("num_proc", [1, 2])
+def test_the_share_is_what_the_training_batches_hold(tmp_path, monkeypatch, num_proc):
+    """The share goes through the encoded cache: every kept question once, no other (with
+    num_proc 2 and small blocks, where a whole split would be encoded by worker processes)."""
+    monkeypatch.setattr(encoded, "_BLOCK_ROWS", 8)
+    examples = [_example(3 * s + q, s) for s in range(40) for q in range(3)]
+    path = write_dataset(
+        tmp_path / "data",
+        {"train": examples, "validation": examples[:6], "test": examples[:6]},
+    )
+    half = ClozeDataModule(
+        path, num_entities=4, train_fraction=0.5, batch_size=7, num_proc=num_proc
+    )
+    half.setup("fit")
+    seen = [example_id for batch in half.train_dataloader() for example_id in batch.ids]
+    assert sorted(seen) == sorted(half.examples("train")["id"])
+    assert len(seen) < len(examples)
