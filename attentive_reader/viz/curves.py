@@ -43,6 +43,7 @@ def learning_curves_figure(
     Raises:
         ValueError: if no run has a single epoch to draw.
     """
+    from matplotlib import colormaps
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
@@ -52,9 +53,11 @@ def learning_curves_figure(
     figure = Figure(figsize=(PANEL_WIDTH * len(shown), PANEL_HEIGHT), layout="constrained")
     axes = figure.subplots(1, len(shown), squeeze=False)[0]
     for ax, (panel, runs) in zip(axes, shown.items()):
-        for run, accuracy in runs.items():
+        # matplotlib's default cycle repeats after 10 colours; past that, tab20's 20.
+        colours = colormaps["tab20" if len(runs) > 10 else "tab10"].colors
+        for (run, accuracy), colour in zip(runs.items(), itertools.cycle(colours)):
             epochs = range(1, len(accuracy) + 1)
-            ax.plot(epochs, list(accuracy), marker="o", markersize=3, label=run)
+            ax.plot(epochs, list(accuracy), marker="o", markersize=3, label=run, color=colour)
         for style, (name, value) in zip(itertools.cycle(BASELINE_STYLES), baselines.items()):
             label = f"{name.replace('_', ' ')} (baseline)"
             ax.axhline(value, color="0.45", linestyle=style, linewidth=1.2, label=label)
