@@ -14,6 +14,7 @@ from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import GatedExtras, ReaderOutput
 from attentive_reader.models.parts import check_choice
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
+from attentive_reader.nn.dropout import Dropout
 from attentive_reader.nn.encoders import SequenceEncoder
 from attentive_reader.nn.masking import masked_softmax
 
@@ -124,7 +125,7 @@ class GatedAttentionReader(ClozeReader):
         check_dropout(dropout)
         self.num_hops = num_hops
         self.gate: GateName = gate
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         states = 2 * hidden_dim
         gated = 2 * states if gate == "concat" else states  # what hop k + 1 reads
         self.document_encoders = nn.ModuleList(

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attentive_reader.checks import check_dropout, check_positive
+from attentive_reader.nn.dropout import dropout
 from attentive_reader.nn.gru import packed_gru
 from attentive_reader.nn.precision import bf16_is_emulated
 
@@ -108,7 +108,7 @@ class SequenceEncoder(nn.Module):
         states = inputs
         for k, directions in enumerate(self.layers):
             if k > 0:
-                states = F.dropout(states, self.dropout, self.training)
+                states = dropout(states, self.dropout, self.training)
             states = read(directions, states)  # (b, n, o), 0 on padding
         h = self.hidden_dim
         last = (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(-1, 1, h)  # (b, 1, h)

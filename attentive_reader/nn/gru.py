@@ -195,27 +195,40 @@ def _run_steps(gi: Tensor, packing: Packing, w_hh: Tensor, b_hh: Tensor) -> tupl
     K, N, three_h = gi.shape
     h = three_h // 3
     first = packing.first
+    sizes = list(packing.sizes)
     states = gi.new_empty(K, first + N, h)
     states[:, :first] = 0.0
     gates = gi.new_empty(K, N, 2 * h)
     candidates = gi.new_empty(K, N, h)
     hidden = gi.new_empty(K, N, h)
+    if not sizes:  # no sequence has a token
+        return states, gates, candidates, hidden
     input_rz = gi[..., : 2 * h] + b_hh[:, None, : 2 * h]  # (K, N, 2h): both biases of r, z
-    input_n = gi[..., 2 * h :]  # (K, N, h)
     bias_n = b_hh[:, None, 2 * h :]  # (K, 1, h)
     w_hh_t = w_hh.transpose(1, 2)  # (K, h, 3h)
     scratch = gi.new_empty(K * first * three_h)  # the step's W_h h, contiguous
-    previous = 0
-    for k, start in zip(packing.sizes, packing.offsets):
-        h_prev = states[:, previous : previous + k]  # (K, k, h)
-        rows = slice(start, start + k)
-        gh = torch.bmm(h_prev, w_hh_t, out=scratch[: K * k * three_h].view(K, k, three_h))
-        rz = torch.add(input_rz[:, rows], gh[..., : 2 * h], out=gates[:, rows]).sigmoid_()
-        hn = torch.add(gh[..., 2 * h :], bias_n, out=hidden[:, rows])  # (K, k, h)
-        c = torch.addcmul(input_n[:, rows], rz[..., :h], hn, out=candidates[:, rows])
-        c.tanh_()  # (K, k, h)
-        torch.lerp(c, h_prev, rz[..., h:], out=states[:, first + start : first + start + k])
-        previous = first + start
+    products = {k: scratch[: K * k * three_h].view(K, k, three_h) for k in set(sizes)}
+    # Every step's views, made by one split each rather than by slicing in the loop.
+    new_states = states[:, first:].split(sizes, dim=1)  # (K, k(s), h) each
+    previous_states = (states[:, :first], *new_states[:-1])  # step s continues the first k(s)
+    per_step = zip(
+        sizes,
+        previous_states,
+        new_states,
+        input_rz.split(sizes, dim=1),
+        gi[..., 2 * h :].split(sizes, dim=1),
+        gates.split(sizes, dim=1),
+        hidden.split(sizes, dim=1),
+        candidates.split(sizes, dim=1),
+        strict=True,
+    )
+    for k, h_prev, h_next, in_rz, in_n, rz, hn, c in per_step:
+        h_prev = h_prev[:, :k]  # (K, k, h)
+        gh = torch.bmm(h_prev, w_hh_t, out=products[k])  # (K, k, 3h)
+        torch.add(in_rz, gh[..., : 2 * h], out=rz).sigmoid_()  # (K, k, 2h)
+        torch.add(gh[..., 2 * h :], bias_n, out=hn)  # (K, k, h)
+        torch.addcmul(in_n, rz[..., :h], hn, out=c).tanh_()  # (K, k, h)
+        torch.lerp(c, h_prev, rz[..., h:], out=h_next)
     return states, gates, candidates, hidden
 
 
@@ -257,7 +270,8 @@ def _carry_back(
 
     Args:
         grad_h: (K, N, h) ``dL/dh'`` from the outputs; on return, with what later steps add.
-        coefficients: (K, N, 3h) from :func:`_step_coefficients`.
+        coefficients: (K, N, 3h) from :func:`_step_coefficients`; overwritten, step by step,
+            with the gradients it multiplies (the return value).
         z: (K, N, h) the update gates.
         w_hh: (K, 3h, h).
         packing: the batch's packing.
@@ -265,20 +279,24 @@ def _carry_back(
     Returns:
         The gradients of the hidden side's gate pre-activations ``W_h h + b_h`` (K, N, 3h).
     """
-    K, N, h = grad_h.shape
-    grad_hidden = torch.empty_like(coefficients)  # (K, N, 3h)
+    K, _, h = grad_h.shape
+    sizes = list(packing.sizes)
+    if not sizes:  # no sequence has a token
+        return coefficients
+    per_step = zip(
+        reversed(sizes),
+        reversed(grad_h.split(sizes, dim=1)),
+        reversed(coefficients.split(sizes, dim=1)),
+        reversed(z.split(sizes, dim=1)),
+        strict=True,
+    )
     carry: Tensor | None = None
-    for k, start in zip(reversed(packing.sizes), reversed(packing.offsets)):
-        rows = slice(start, start + k)
-        g = grad_h[:, rows]  # (K, k, h)
+    for k, g, step, z_step in per_step:  # (K, k, h), (K, k, 3h), (K, k, h)
         if carry is not None:  # the next step continues the first rows of this one
-            g[:, : carry.shape[1]] += carry
-        step = torch.mul(
-            coefficients[:, rows].view(K, k, 3, h),
-            g.unsqueeze(2),
-            out=grad_hidden[:, rows].view(K, k, 3, h),
-        ).view(K, k, 3 * h)
-        carry = torch.bmm(step, w_hh).addcmul_(g, z[:, rows])  # (K, k, h): dL/dh before
+            g[:, : carry.shape[1]].add_(carry)  # (not +=, whose __setitem__ copies)
+        step.view(K, k, 3, h).mul_(g.unsqueeze(2))  # the coefficients become the gradients
+        carry = torch.bmm(step, w_hh).addcmul_(g, z_step)  # (K, k, h): dL/dh before
+    grad_hidden = coefficients
     return grad_hidden
 
 

@@ -265,7 +265,7 @@ class AdditiveSteps(torch.autograd.Function):
             r = reads[i, :k]  # r(i-1): (k, d)
             d_pre = d_next * (1 - recurrent[i, :k] ** 2)  # through tanh(W_rr r): (k, d)
             d_recurrent_weight += d_pre.t() @ r
-            dr[:k] += d_pre @ recurrent_weight
+            dr[:k].add_(d_pre @ recurrent_weight)
             offset -= k * n * a
             h = hidden[offset : offset + k * n * a].view(k, n, a)
             read_h, read_slope = _step_sums(h, g, summed[:k], scratch)  # (k, a), (k, a)
@@ -275,7 +275,7 @@ class AdditiveSteps(torch.autograd.Function):
             step_query = torch.cat([r, queries[:k, i]], dim=-1)  # (k, 2d)
             d_query_weight += du.t() @ step_query
             d_step_query = du @ query_weight  # (k, 2d)
-            dr[:k] += d_step_query[:, :d]
+            dr[:k].add_(d_step_query[:, :d])
             d_queries[:k, i] = d_step_query[:, d:]
         d_keys = summed.mul_(vector)  # (b, n, a)
         d_states = torch.bmm(weights.transpose(1, 2), d_reads)  # sum_i s(i) dR(i)^T: (b, n, d)
