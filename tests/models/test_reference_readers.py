@@ -5,10 +5,7 @@ bit: another CPU's kernels round otherwise (the reference was made on an AMD EPY
 Intel Xeon, 2 Dec 2026, the logits differ by at most 1.9e-6, relative 2e-5), and the
 additive scorer computes tanh through the sigmoid. A refactor that changes the maths, the
 parameter creation order or a key name fails here.
-
-The reference outputs are of training steps, with torch's dropout masks of their day; the
-readers now draw their masks from 32-bit words (``attentive_reader.nn.dropout``, tested in
-``tests/nn/test_dropout.py``), so here the masks are drawn as torch's dropout draws them."""
+The training-mode loss draws torch's own dropout masks (``reference_readers.outputs``)."""
 
 from __future__ import annotations
 
@@ -17,22 +14,11 @@ import torch
 
 from attentive_reader.errors import UserError
 from attentive_reader.models.loading import load_reader
-from attentive_reader.nn import dropout as dropout_module
 
 from . import reference_readers as ref
 
-pytestmark = pytest.mark.usefixtures("one_thread", "torchs_dropout_masks")
+pytestmark = pytest.mark.usefixtures("one_thread")
 REFERENCE = ref.load() if ref.FIXTURE.is_file() else {}
-
-
-@pytest.fixture
-def torchs_dropout_masks(monkeypatch):
-    """Masks drawn as ``F.dropout`` draws them on the CPU: ``bernoulli_`` over float32s."""
-
-    def bernoulli(shape, keep, device=None):
-        return torch.empty(shape, device=device).bernoulli_(keep).bool()
-
-    monkeypatch.setattr(dropout_module, "keep_mask", bernoulli)
 
 
 def test_every_variant_is_stored():
