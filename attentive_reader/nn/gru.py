@@ -38,6 +38,8 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from attentive_reader.nn import gru_parallel
+
 
 @dataclass(frozen=True)
 class Packing:
@@ -204,9 +206,16 @@ def _run_steps(gi: Tensor, packing: Packing, w_hh: Tensor, b_hh: Tensor) -> tupl
     if not sizes:  # no sequence has a token
         return states, gates, candidates, hidden
     input_rz = gi[..., : 2 * h] + b_hh[:, None, : 2 * h]  # (K, N, 2h): both biases of r, z
-    bias_n = b_hh[:, None, 2 * h :]  # (K, 1, h)
     w_hh_t = w_hh.transpose(1, 2)  # (K, h, 3h)
     scratch = gi.new_empty(K * first * three_h)  # the step's W_h h, contiguous
+    parallel = gru_parallel.loops(K)
+    if parallel is not None:  # each direction on its own core
+        parallel.forward(
+            states, gates, candidates, hidden, input_rz, gi[..., 2 * h :], b_hh[:, 2 * h :],
+            w_hh_t, scratch.view(K, first * three_h), sizes, list(packing.offsets), first,
+        )  # fmt: skip
+        return states, gates, candidates, hidden
+    bias_n = b_hh[:, None, 2 * h :]  # (K, 1, h)
     products = {k: scratch[: K * k * three_h].view(K, k, three_h) for k in set(sizes)}
     # Every step's views, made by one split each rather than by slicing in the loop.
     new_states = states[:, first:].split(sizes, dim=1)  # (K, k(s), h) each
@@ -283,6 +292,9 @@ def _carry_back(
     sizes = list(packing.sizes)
     if not sizes:  # no sequence has a token
         return coefficients
+    parallel = gru_parallel.loops(K)
+    if parallel is not None:  # each direction on its own core
+        return parallel.backward(grad_h, coefficients, z, w_hh, sizes, list(packing.offsets))
     per_step = zip(
         reversed(sizes),
         reversed(grad_h.split(sizes, dim=1)),

@@ -1,0 +1,107 @@
+"""The GRU's step loops with each direction on its own thread (``nn/gru_parallel.py``): the same
+values and gradients as the loops over both directions together, and when they are used."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from attentive_reader.errors import UserError
+from attentive_reader.nn import gru_parallel
+from attentive_reader.nn.gru import packed_gru
+
+
+@pytest.fixture
+def two_threads():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """How often the parallel loops ran, forward and backward."""
+    calls = {"forward": 0, "backward": 0}
+    for name in calls:
+        original = getattr(gru_parallel.Loops, name)
+
+        def wrapper(self, *args, _name=name, _original=original):
+            calls[_name] += 1
+            return _original(self, *args)
+
+        monkeypatch.setattr(gru_parallel.Loops, name, wrapper)
+    return calls
+
+
+def _run(lengths, dtype, seed=0):
+    """States and gradients of a bidirectional GRU layer (two cells) over a padded batch."""
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    cells = [nn.GRU(6, 5).to(dtype) for _ in range(2)]
+    n = max(lengths)
+    lengths_t = torch.tensor(lengths)
+    inputs = torch.randn(len(lengths), n, 6, generator=generator, dtype=dtype)
+    inputs = torch.where((torch.arange(n) < lengths_t.unsqueeze(1)).unsqueeze(-1), inputs, 0.0)
+    inputs.requires_grad_()
+    states = packed_gru(inputs, lengths_t, cells, (False, True))
+    weights = torch.randn(states.shape, generator=generator, dtype=dtype)
+    tensors = [inputs, *(p for cell in cells for p in cell.parameters())]
+    return states.detach(), torch.autograd.grad((states * weights).sum(), tensors)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("lengths", [[9, 3, 7, 1, 0], [4, 4, 4], [1]])
+def test_parallel_directions_give_the_serial_values_and_gradients(
+    lengths, dtype, two_threads, counted, monkeypatch
+):
+    states, grads = _run(lengths, dtype)
+    assert counted == {"forward": 1, "backward": 1}  # the parallel loops ran
+    monkeypatch.setenv(gru_parallel.ENVIRONMENT, "serial")
+    serial_states, serial_grads = _run(lengths, dtype)
+    assert counted == {"forward": 1, "backward": 1}  # and here they did not
+    tolerance = 1e-12 if dtype == torch.float64 else 1e-6
+    assert torch.allclose(states, serial_states, atol=tolerance, rtol=0)
+    for got, expected in zip(grads, serial_grads, strict=True):
+        assert torch.allclose(got, expected, atol=tolerance, rtol=0)
+    assert torch.get_num_threads() == 2  # restored after the loops
+
+
+def test_one_thread_or_one_direction_keeps_the_serial_loops(counted):
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)  # the process was told to use one thread
+        assert gru_parallel.loops(2) is None
+        _run([5, 3], torch.float64)
+        torch.set_num_threads(2)
+        assert gru_parallel.loops(1) is None
+    finally:
+        torch.set_num_threads(threads)
+    assert counted == {"forward": 0, "backward": 0}
+
+
+def test_the_environment_variable_chooses_and_a_wrong_value_is_named(two_threads, monkeypatch):
+    monkeypatch.setenv(gru_parallel.ENVIRONMENT, " Serial ")
+    assert gru_parallel.loops(2) is None
+    monkeypatch.setenv(gru_parallel.ENVIRONMENT, "parallel")
+    assert gru_parallel.loops(2) is not None
+    monkeypatch.setenv(gru_parallel.ENVIRONMENT, "both")
+    with pytest.raises(UserError, match="ATTENTIVE_READER_GRU_DIRECTIONS='both'.*'serial'"):
+        gru_parallel.loops(2)
+
+
+def test_without_torchscript_the_serial_loops_serve(two_threads, counted, monkeypatch):
+    def no_script(function):
+        raise OSError("could not get source code")
+
+    monkeypatch.setattr(torch.jit, "script", no_script)
+    gru_parallel._compiled.cache_clear()
+    try:
+        assert gru_parallel.loops(2) is None
+        states, _ = _run([6, 2, 4], torch.float64)
+    finally:
+        gru_parallel._compiled.cache_clear()
+    assert counted == {"forward": 0, "backward": 0}
+    assert states.shape == (3, 6, 10)
+    assert torch.equal(states[1, 2:], torch.zeros(4, 10))  # padding stays 0
