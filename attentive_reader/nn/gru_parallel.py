@@ -4,11 +4,13 @@ The two directions of a bidirectional GRU are independent recurrences. Their ste
 (a (32, h) x (h, 3h) product and five element-wise operations on a few thousand numbers), so
 a step costs about as much in dispatch as in arithmetic and one step of both directions
 together (a batched product, then the element-wise operations over both) keeps only one core
-busy between products. Here each direction's loop is a TorchScript function, and
-``torch.jit.fork`` runs the directions at once on torch's inter-op threads, which do not hold
-Python's GIL (two Python threads did: their loop was 2.7x slower than one). Intra-op threads
-are set to 1 during the loops, so that the two loops do not both spread their products over
-every core; they are restored after. The directions go in parallel only where torch may use
+busy between products. Here each direction's loop is a TorchScript function, which runs
+without Python's GIL, so the directions run at once: the first on the calling thread, each
+other one on a helper thread kept for it (two Python threads running the Python loop were
+2.7x slower than one, holding the GIL by turns). A direction's thread first flushes subnormal
+floats if the calling thread does (``attentive_reader.denormals``; the flags are each
+thread's). Intra-op threads are set to 1 during the loops, so that the two loops do not both
+spread their products over every core; they are restored after. The directions go in parallel only where torch may use
 at least 2 threads (``torch.get_num_threads()``): a process told to use one thread (as two
 training runs side by side on 2 cores are) keeps one.
 
@@ -24,14 +26,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import queue
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from attentive_reader import denormals
 from attentive_reader.checks import environment_choice
 
 ENVIRONMENT = "ATTENTIVE_READER_GRU_DIRECTIONS"
@@ -74,50 +78,6 @@ def _forward_direction(
     return states
 
 
-def _forward(
-    states: Tensor,
-    gates: Tensor,
-    candidates: Tensor,
-    hidden: Tensor,
-    input_rz: Tensor,
-    input_n: Tensor,
-    bias_n: Tensor,
-    w_hh_t: Tensor,
-    scratch: Tensor,
-    sizes: list[int],
-    offsets: list[int],
-    first: int,
-) -> Tensor:
-    """Every direction's forward loop at once: the (K, ...) tensors of ``gru._run_steps``,
-    ``bias_n`` (K, h), ``scratch`` (K, at least k(0) 3h)."""
-    futures: list[torch.jit.Future[Tensor]] = []
-    for j in range(1, states.shape[0]):
-        futures.append(
-            torch.jit.fork(
-                _forward_direction,
-                states[j],
-                gates[j],
-                candidates[j],
-                hidden[j],
-                input_rz[j],
-                input_n[j],
-                bias_n[j],
-                w_hh_t[j],
-                scratch[j],
-                sizes,
-                offsets,
-                first,
-            )  # fmt: skip
-        )
-    _forward_direction(
-        states[0], gates[0], candidates[0], hidden[0], input_rz[0], input_n[0], bias_n[0],
-        w_hh_t[0], scratch[0], sizes, offsets, first,
-    )  # fmt: skip
-    for future in futures:
-        torch.jit.wait(future)
-    return states
-
-
 def _backward_direction(
     grad_h: Tensor,
     coefficients: Tensor,
@@ -143,46 +103,108 @@ def _backward_direction(
     return coefficients
 
 
-def _backward(
-    grad_h: Tensor,
-    coefficients: Tensor,
-    z: Tensor,
-    w_hh: Tensor,
-    sizes: list[int],
-    offsets: list[int],
-) -> Tensor:
-    """Every direction's backward loop at once: the (K, ...) tensors of ``gru._carry_back``."""
-    futures: list[torch.jit.Future[Tensor]] = []
-    for j in range(1, grad_h.shape[0]):
-        futures.append(
-            torch.jit.fork(
-                _backward_direction, grad_h[j], coefficients[j], z[j], w_hh[j], sizes, offsets
-            )
-        )
-    _backward_direction(grad_h[0], coefficients[0], z[0], w_hh[0], sizes, offsets)
-    for future in futures:
-        torch.jit.wait(future)
-    return coefficients
-
-
 class Loops:
-    """The compiled loops; each call runs with one intra-op thread."""
+    """The compiled loops, every direction at once, with one intra-op thread."""
 
     def __init__(self) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch.jit.script's deprecation notice
-            self._forward = torch.jit.script(_forward)
-            self._backward = torch.jit.script(_backward)
+            self._forward = torch.jit.script(_forward_direction)
+            self._backward = torch.jit.script(_backward_direction)
 
-    def forward(self, *args: Any) -> Tensor:
-        """:func:`_forward` (``gru._run_steps``'s arguments), directions in parallel."""
-        with _one_intra_op_thread():
-            return self._forward(*args)
+    def forward(
+        self, states: Tensor, gates: Tensor, candidates: Tensor, hidden: Tensor,
+        input_rz: Tensor, input_n: Tensor, bias_n: Tensor, w_hh_t: Tensor, scratch: Tensor,
+        sizes: list[int], offsets: list[int], first: int,
+    ) -> None:  # fmt: skip
+        """``gru._run_steps``'s loop: the (K, ...) tensors there, ``bias_n`` (K, h) and
+        ``scratch`` (K, at least k(0) 3h); direction ``j`` reads and writes index ``j``."""
+        per_direction = zip(
+            states, gates, candidates, hidden, input_rz, input_n, bias_n, w_hh_t, scratch,
+            strict=True,
+        )  # fmt: skip
+        _at_once(self._forward, [(*tensors, sizes, offsets, first) for tensors in per_direction])
 
-    def backward(self, *args: Any) -> Tensor:
-        """:func:`_backward` (``gru._carry_back``'s arguments), directions in parallel."""
-        with _one_intra_op_thread():
-            return self._backward(*args)
+    def backward(
+        self, grad_h: Tensor, coefficients: Tensor, z: Tensor, w_hh: Tensor,
+        sizes: list[int], offsets: list[int],
+    ) -> Tensor:  # fmt: skip
+        """``gru._carry_back``'s loop, ``coefficients`` turned into the gradients in place."""
+        per_direction = zip(grad_h, coefficients, z, w_hh, strict=True)
+        _at_once(self._backward, [(*tensors, sizes, offsets) for tensors in per_direction])
+        return coefficients
+
+
+def _at_once(function: Callable[..., Any], calls: list[tuple[Any, ...]]) -> None:
+    """``function(*args)`` for every ``args`` of ``calls`` at once, the first on this thread
+    and the others on helper threads; without autograd (the loops fill the buffers of an
+    autograd function), which, like the flags for subnormal floats, is each thread's own
+    setting."""
+    flush = denormals.flushed()
+    with _one_intra_op_thread():
+        tasks = [_Task(function, args, flush) for args in calls[1:]]
+        for helper, task in zip(_helpers(len(tasks)), tasks, strict=True):
+            helper.put(task)
+        try:
+            with torch.no_grad():
+                function(*calls[0])
+        finally:
+            for task in tasks:
+                task.done.wait()
+    for task in tasks:
+        if task.error is not None:
+            raise task.error
+
+
+class _Task:
+    """One call for a helper thread, and how it ended."""
+
+    def __init__(self, function: Callable[..., Any], args: tuple[Any, ...], flush: bool) -> None:
+        self.function, self.args, self.flush = function, args, flush
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            torch.set_flush_denormal(self.flush)  # as the calling thread
+            with torch.no_grad():
+                self.function(*self.args)
+        except BaseException as error:  # handed to the calling thread
+            self.error = error
+        finally:
+            self.done.set()
+
+
+class _Helper:
+    """A thread kept for the loops' other directions: a new thread for every call would set
+    up its per-thread state (MKL's buffers among them) every time, about 10% of a step."""
+
+    def __init__(self) -> None:
+        self._tasks: queue.SimpleQueue[_Task] = queue.SimpleQueue()
+        thread = threading.Thread(target=self._serve, name="gru-direction", daemon=True)
+        thread.start()
+
+    def put(self, task: _Task) -> None:
+        self._tasks.put(task)
+
+    def _serve(self) -> None:
+        while True:
+            self._tasks.get().run()
+
+
+_HELPERS: list[_Helper] = []
+_HELPERS_PID = os.getpid()
+
+
+def _helpers(count: int) -> list[_Helper]:
+    """``count`` helper threads of this process (a forked child starts its own)."""
+    global _HELPERS_PID
+    if _HELPERS_PID != os.getpid():
+        _HELPERS.clear()
+        _HELPERS_PID = os.getpid()
+    while len(_HELPERS) < count:
+        _HELPERS.append(_Helper())
+    return _HELPERS[:count]
 
 
 @functools.cache

@@ -105,3 +105,29 @@ def test_without_torchscript_the_serial_loops_serve(two_threads, counted, monkey
     assert counted == {"forward": 0, "backward": 0}
     assert states.shape == (3, 6, 10)
     assert torch.equal(states[1, 2:], torch.zeros(4, 10))  # padding stays 0
+
+
+@pytest.mark.parametrize("flushing", [True, False])
+def test_a_directions_thread_flushes_subnormals_as_the_training_loop_does(flushing, monkeypatch):
+    monkeypatch.setattr(gru_parallel.denormals, "flushed", lambda: flushing)
+    seen = {}
+
+    def read(name):  # a subnormal float32 times one: 0 where subnormals are flushed
+        seen[name] = (torch.tensor([1e-39]) * 1.0).item()
+
+    assert torch.set_flush_denormal(flushing) or not flushing
+    try:
+        gru_parallel._at_once(read, [("calling thread",), ("other thread",)])
+    finally:
+        torch.set_flush_denormal(False)
+    assert seen["other thread"] == seen["calling thread"]
+    assert (seen["other thread"] == 0.0) == flushing
+
+
+def test_a_failure_in_a_directions_thread_reaches_the_caller():
+    def fail(name):
+        if name == "other":
+            raise RuntimeError("boom in the other direction")
+
+    with pytest.raises(RuntimeError, match="boom in the other direction"):
+        gru_parallel._at_once(fail, [("first",), ("other",)])
