@@ -208,7 +208,7 @@ def _run_steps(gi: Tensor, packing: Packing, w_hh: Tensor, b_hh: Tensor) -> tupl
     input_rz = gi[..., : 2 * h] + b_hh[:, None, : 2 * h]  # (K, N, 2h): both biases of r, z
     w_hh_t = w_hh.transpose(1, 2)  # (K, h, 3h)
     scratch = gi.new_empty(K * first * three_h)  # the step's W_h h, contiguous
-    parallel = gru_parallel.loops(K)
+    parallel = gru_parallel.loops(K, len(sizes), h)
     if parallel is not None:  # each direction on its own core
         parallel.forward(
             states, gates, candidates, hidden, input_rz, gi[..., 2 * h :], b_hh[:, 2 * h :],
@@ -292,7 +292,7 @@ def _carry_back(
     sizes = list(packing.sizes)
     if not sizes:  # no sequence has a token
         return coefficients
-    parallel = gru_parallel.loops(K)
+    parallel = gru_parallel.loops(K, len(sizes), h)
     if parallel is not None:  # each direction on its own core
         return parallel.backward(grad_h, coefficients, z, w_hh, sizes, list(packing.offsets))
     per_step = zip(

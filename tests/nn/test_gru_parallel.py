@@ -12,6 +12,12 @@ from attentive_reader.nn import gru_parallel
 from attentive_reader.nn.gru import packed_gru
 
 
+@pytest.fixture(autouse=True)
+def small_loops_in_parallel(monkeypatch):
+    """The tests' loops are short: run them in parallel all the same."""
+    monkeypatch.setattr(gru_parallel, "MIN_WORK", 1)
+
+
 @pytest.fixture
 def two_threads():
     threads = torch.get_num_threads()
@@ -68,7 +74,7 @@ def test_parallel_directions_give_the_serial_values_and_gradients(
     assert torch.get_num_threads() == 2  # restored after the loops
 
 
-def test_one_thread_or_one_direction_keeps_the_serial_loops(counted):
+def test_one_thread_one_direction_or_a_short_loop_keeps_the_serial_loops(counted, monkeypatch):
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)  # the process was told to use one thread
@@ -76,6 +82,9 @@ def test_one_thread_or_one_direction_keeps_the_serial_loops(counted):
         _run([5, 3], torch.float64)
         torch.set_num_threads(2)
         assert gru_parallel.loops(1) is None
+        monkeypatch.setattr(gru_parallel, "MIN_WORK", 100)
+        assert gru_parallel.loops(2, steps=9, hidden=11) is None  # 99: too little work
+        assert gru_parallel.loops(2, steps=10, hidden=10) is not None
     finally:
         torch.set_num_threads(threads)
     assert counted == {"forward": 0, "backward": 0}
@@ -109,7 +118,7 @@ def test_without_torchscript_the_serial_loops_serve(two_threads, counted, monkey
 
 @pytest.mark.parametrize("flushing", [True, False])
 def test_a_directions_thread_flushes_subnormals_as_the_training_loop_does(flushing, monkeypatch):
-    monkeypatch.setattr(gru_parallel.denormals, "flushed", lambda: flushing)
+    monkeypatch.setattr(gru_parallel, "flushed", lambda: flushing)
     seen = {}
 
     def read(name):  # a subnormal float32 times one: 0 where subnormals are flushed

@@ -67,7 +67,19 @@ def test_answer_many_keeps_the_order_and_refusals_in_place(client, reader):
     assert "has no blank" in answers[1]["message"]
     for got, asked in zip([answers[0], answers[3]], [questions[0], questions[3]]):
         expected = reader.answer(asked["document"], asked["query"]).to_json(1)
-        assert got == json.loads(json.dumps(expected))
+        assert _same(got, json.loads(json.dumps(expected)))
+
+
+def _same(got, expected) -> bool:
+    """Equal, probabilities to float32 rounding: ``answer_many`` reads its questions as one
+    padded batch, ``answer`` one by one, and the padding moves the last bits of the sums."""
+    if isinstance(expected, float):
+        return got == pytest.approx(expected, rel=1e-5, abs=1e-7)
+    if isinstance(expected, dict):
+        return got.keys() == expected.keys() and all(_same(got[k], expected[k]) for k in expected)
+    if isinstance(expected, list):
+        return len(got) == len(expected) and all(map(_same, got, expected))
+    return got == expected
 
 
 def test_health_names_the_model_pipeline_version_and_queue(client, reader):
