@@ -319,7 +319,7 @@ class AnswerPool:
     def _serve(self, slot: _Slot) -> None:
         """Answer the waiting questions with ``slot``'s worker; replace it when it dies."""
         while not self._closing:
-            if not slot.worker.alive():
+            if slot.state != "live" or not slot.worker.alive():  # seen dead, or found dead
                 if not self._replace(slot):
                     return
                 continue
@@ -339,6 +339,8 @@ class AnswerPool:
         try:
             done = slot.worker.ask(job.task, job.args, job.kwargs)
         except WorkerDied as error:
+            with self._lock:  # not live from now: the health check a client sends on its 503
+                slot.state = "starting"  # sees the replacement under way, not the dead worker
             log.warning(
                 "answering worker %d (process %d) %s while answering; its question gets a "
                 "503 worker_died",

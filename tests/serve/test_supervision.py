@@ -109,6 +109,8 @@ def test_a_worker_dying_over_and_over_is_given_up(trained, reader, caplog):
         with caplog.at_level("WARNING"), running(create_app(reader, pool=pool)) as url:
             status, _, problem = call(url, "/api/answer", asked)
             assert (status, problem["error"]) == (503, "worker_died")
+            # Not live from the 503 on: a health check then sees the replacement under way.
+            assert (pool.state()["live"], pool.state()["status"]) == (0, "degraded")
             wait_for(pool, live=1)  # replaced once
             assert health(url)["restarts"] == 1
             status, _, problem = call(url, "/api/answer", asked)
