@@ -2,8 +2,10 @@
 
 ``scripts/learning_curves.py --plot FILE.png`` draws its tables with these: one panel per
 table (the shipped configs, the answer layers), one line per run, and each non-neural
-baseline of the same validation split as a horizontal line across every panel. matplotlib's
-Agg canvas is used directly (no global pyplot state), as for the heatmap PNGs.
+baseline of the same validation split as a horizontal line across every panel.
+``scripts/size_curve.py`` draws test accuracy against the share of the training stories
+(``size_curve_figure``). matplotlib's Agg canvas is used directly (no global pyplot state),
+as for the heatmap PNGs.
 """
 
 from __future__ import annotations
@@ -105,4 +107,73 @@ def write_learning_curves(
     png = learning_curves_png(panels, baselines, title=title, dpi=dpi)
     with replacing(path) as tmp:
         tmp.write_bytes(png)
+    return path
+
+
+SizePoint = tuple[float, float, float, float]
+"""(share of the training stories, test accuracy, its interval's low and high end)."""
+
+
+def size_curve_figure(
+    readers: Mapping[str, Sequence[SizePoint]],
+    baselines: Mapping[str, float],
+    *,
+    title: str = "",
+) -> Figure:
+    """Test accuracy against the share of the training stories: one line per reader, its
+    intervals as error bars, the x axis in doublings (log 2), each baseline of the same test
+    questions a horizontal line.
+
+    Raises:
+        ValueError: if no reader has a point.
+    """
+    from matplotlib.figure import Figure
+
+    if not any(readers.values()):
+        raise ValueError("no point to draw: every reader is empty")
+    figure = Figure(figsize=(PANEL_WIDTH, PANEL_HEIGHT), layout="constrained")
+    ax = figure.subplots()
+    shares = sorted({point[0] for points in readers.values() for point in points})
+    for name, points in readers.items():
+        points = sorted(points)
+        x = [p[0] for p in points]
+        y = [p[1] for p in points]
+        below = [p[1] - p[2] for p in points]
+        above = [p[3] - p[1] for p in points]
+        ax.errorbar(x, y, yerr=[below, above], marker="o", markersize=4, capsize=3, label=name)
+    for style, (name, value) in zip(itertools.cycle(BASELINE_STYLES), baselines.items()):
+        label = f"{name.replace('_', ' ')} (baseline)"
+        ax.axhline(value, color="0.45", linestyle=style, linewidth=1.2, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(shares, [f"{share:.0%}" for share in shares])
+    ax.minorticks_off()
+    ax.set_xlabel("share of the training stories")
+    ax.set_ylabel("test accuracy")
+    ax.set_ylim(0.0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    if title:
+        figure.suptitle(title)
+    return figure
+
+
+def write_size_curve(
+    path: str | Path,
+    readers: Mapping[str, Sequence[SizePoint]],
+    baselines: Mapping[str, float],
+    *,
+    title: str = "",
+    dpi: int = 110,
+) -> Path:
+    """Write the PNG of ``size_curve_figure`` to ``path`` (whole, as
+    ``write_learning_curves``) and return the path."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = size_curve_figure(readers, baselines, title=title)
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    path = Path(path)
+    with replacing(path) as tmp:
+        tmp.write_bytes(buffer.getvalue())
     return path
