@@ -60,20 +60,42 @@ def learning_curves_figure(
         for (run, accuracy), colour in zip(runs.items(), itertools.cycle(colours)):
             epochs = range(1, len(accuracy) + 1)
             ax.plot(epochs, list(accuracy), marker="o", markersize=3, label=run, color=colour)
-        for style, (name, value) in zip(itertools.cycle(BASELINE_STYLES), baselines.items()):
-            label = f"{name.replace('_', ' ')} (baseline)"
-            ax.axhline(value, color="0.45", linestyle=style, linewidth=1.2, label=label)
+        _finish_panel(ax, baselines, "epoch", "validation accuracy")
         ax.set_title(panel)
-        ax.set_xlabel("epoch")
-        ax.set_ylabel("validation accuracy")
-        ax.set_ylim(0.0, 1.02)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.grid(alpha=0.3)
-        # Beside the panel, where it hides no curve and no baseline.
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     if title:
         figure.suptitle(title)
     return figure
+
+
+def _finish_panel(ax, baselines: Mapping[str, float], xlabel: str, ylabel: str) -> None:
+    """Each baseline as a grey horizontal line, the axes' labels, accuracy from 0 to 1, a
+    grid, and the legend beside the panel, where it hides no curve and no baseline."""
+    for style, (name, value) in zip(itertools.cycle(BASELINE_STYLES), baselines.items()):
+        label = f"{name.replace('_', ' ')} (baseline)"
+        ax.axhline(value, color="0.45", linestyle=style, linewidth=1.2, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0.0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+
+
+def _png(figure: Figure, dpi: int) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def _write(path: str | Path, png: bytes) -> Path:
+    """``png`` to ``path``, whole: a temporary file beside it, then a rename."""
+    path = Path(path)
+    with replacing(path) as tmp:
+        tmp.write_bytes(png)
+    return path
 
 
 def learning_curves_png(
@@ -84,13 +106,7 @@ def learning_curves_png(
     dpi: int = 110,
 ) -> bytes:
     """``learning_curves_figure`` as PNG bytes."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    figure = learning_curves_figure(panels, baselines, title=title)
-    FigureCanvasAgg(figure)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
-    return buffer.getvalue()
+    return _png(learning_curves_figure(panels, baselines, title=title), dpi)
 
 
 def write_learning_curves(
@@ -103,11 +119,7 @@ def write_learning_curves(
 ) -> Path:
     """Write the PNG of ``learning_curves_figure`` to ``path`` (whole: a temporary file
     beside it, then a rename) and return the path."""
-    path = Path(path)
-    png = learning_curves_png(panels, baselines, title=title, dpi=dpi)
-    with replacing(path) as tmp:
-        tmp.write_bytes(png)
-    return path
+    return _write(path, learning_curves_png(panels, baselines, title=title, dpi=dpi))
 
 
 SizePoint = tuple[float, float, float, float]
@@ -141,17 +153,10 @@ def size_curve_figure(
         below = [p[1] - p[2] for p in points]
         above = [p[3] - p[1] for p in points]
         ax.errorbar(x, y, yerr=[below, above], marker="o", markersize=4, capsize=3, label=name)
-    for style, (name, value) in zip(itertools.cycle(BASELINE_STYLES), baselines.items()):
-        label = f"{name.replace('_', ' ')} (baseline)"
-        ax.axhline(value, color="0.45", linestyle=style, linewidth=1.2, label=label)
+    _finish_panel(ax, baselines, "share of the training stories", "test accuracy")
     ax.set_xscale("log", base=2)
     ax.set_xticks(shares, [f"{share:.0%}" for share in shares])
     ax.minorticks_off()
-    ax.set_xlabel("share of the training stories")
-    ax.set_ylabel("test accuracy")
-    ax.set_ylim(0.0, 1.02)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     if title:
         figure.suptitle(title)
     return figure
@@ -167,13 +172,4 @@ def write_size_curve(
 ) -> Path:
     """Write the PNG of ``size_curve_figure`` to ``path`` (whole, as
     ``write_learning_curves``) and return the path."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    figure = size_curve_figure(readers, baselines, title=title)
-    FigureCanvasAgg(figure)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
-    path = Path(path)
-    with replacing(path) as tmp:
-        tmp.write_bytes(buffer.getvalue())
-    return path
+    return _write(path, _png(size_curve_figure(readers, baselines, title=title), dpi))
