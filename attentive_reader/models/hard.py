@@ -39,7 +39,8 @@ from attentive_reader.nn.selection import Selection, SelectionStrategy, select_p
 
 RewardName = Literal["log_likelihood", "correct"]
 BaselineName = Literal["none", "ema", "learned", "leave_one_out"]
-EvalModeName = Literal["greedy", "sample", "uniform"]
+EvalModeName = Literal["greedy", "sample", "expected", "uniform"]
+EXPECTED_CHUNK = 64  # positions answered at once by eval_mode="expected" (bounds its memory)
 SelectionName = Literal["reinforce", "gumbel"]
 
 
@@ -49,7 +50,7 @@ class HardAttentionReader(PairReader):
     With ``y_d(t)`` and ``u`` the Attentive Reader's document and query states::
 
         pi(t)  = masked softmax over real tokens of score(y_d(t), u)    (the policy)
-        t_1..k ~ pi (sampled in training; the top k in evaluation)
+        t_1..k ~ pi (sampled in training; in evaluation per eval_mode, e.g. the top k)
         r      = mean_j y_d(t_j),   g = readout(r, u)
 
     and ``g`` answers through the ``answer_layer`` (``tied`` or ``output``: ``pointer`` on
@@ -64,7 +65,8 @@ class HardAttentionReader(PairReader):
     ``R`` is ``log p(answer)`` or ``1[correct]`` (``reward``); ``selection="gumbel"``
     replaces the REINFORCE and value terms by the straight-through Gumbel-softmax gradient.
     ``forward`` returns ``attention=pi`` (b, n), ``selected`` (b, k) (the first sample's
-    positions, ``-1`` in empty slots) and ``extras`` (``HardExtras``).
+    positions, ``-1`` in empty slots; the top position for ``eval_mode="expected"``, whose
+    ``extras.sample_logits`` hold its one averaged answer) and ``extras`` (``HardExtras``).
     ``docs/hard-attention.md`` tells the design and its measurements.
 
     Args:
@@ -85,7 +87,9 @@ class HardAttentionReader(PairReader):
         entropy_bonus: initial weight of the entropy bonus (0: off).
         entropy_decay: its per-step multiplicative decay, in (0, 1].
         eval_mode: ``greedy`` (the top k), ``sample`` (the answer distribution averaged over
-            ``eval_samples`` selections) or ``uniform`` (positions drawn uniformly: the
+            ``eval_samples`` selections), ``expected`` (``k = 1``: the answer distribution
+            averaged over every position, each weighted by its policy probability, which
+            ``sample`` estimates) or ``uniform`` (positions drawn uniformly: the
             untrained-selection control).
         eval_samples: selections averaged by ``sample`` and ``uniform``.
         selection: ``reinforce`` or ``gumbel``.
@@ -136,6 +140,12 @@ class HardAttentionReader(PairReader):
             raise ValueError(
                 "selection='gumbel' trains the policy through the straight-through gradient, "
                 f"without a baseline: set baseline='none' (got {baseline!r})"
+            )
+        if eval_mode == "expected" and k != 1:
+            raise ValueError(
+                "eval_mode='expected' averages over single positions and needs k=1 (over k "
+                f"positions there are too many selections to sum), got k={k}; use "
+                "eval_mode='sample' for k > 1"
             )
         if value_weight < 0:
             raise ValueError(f"value_weight must be >= 0, got {value_weight}")
@@ -210,7 +220,10 @@ class HardAttentionReader(PairReader):
         given = AnswerInput(vector=r, query=flat_u, weights=weights)
         sample_logits = self.answer_scores(batch, given, candidates)  # (b*s, e)
         sample_logits = sample_logits.view(b, samples, -1)  # (b, s, e)
-        if samples == 1:
+        if strategy == "greedy" and self.eval_mode == "expected":
+            logits = self._expected_logits(batch, y_d, u, log_policy)  # (b, e)
+            sample_logits = logits.unsqueeze(1)  # (b, 1, e): the one "reading" reported
+        elif samples == 1:
             logits = sample_logits[:, 0]  # (b, e)
         else:  # log of the mean answer distribution over the samples
             log_mean = torch.logsumexp(sample_logits.float().log_softmax(-1), 1) - math.log(samples)
@@ -239,9 +252,36 @@ class HardAttentionReader(PairReader):
         """The selection strategy and the number of samples for the current mode."""
         if self.training:
             return ("gumbel" if self.selection == "gumbel" else "sample"), self.num_samples
-        if self.eval_mode == "greedy":
+        if self.eval_mode in ("greedy", "expected"):  # expected: selected = the top position
             return "greedy", 1
         return self.eval_mode, self.eval_samples
+
+    def _expected_logits(
+        self, batch: ClozeBatch, y_d: Tensor, u: Tensor, log_policy: Tensor
+    ) -> Tensor:
+        """``log sum_t pi(t) p(a | t)``: the answer distribution of reading position ``t``
+        alone, averaged over every real position under the policy (``eval_mode="expected"``,
+        ``k = 1``), as candidate-masked log-probabilities (b, e).
+
+        Each position is read as a selection of that one position (the same answer path as a
+        sampled selection), ``EXPECTED_CHUNK`` positions at a time; padding has ``pi = 0``.
+        """
+        b, n, _ = y_d.shape
+        mixed = []
+        for start in range(0, n, EXPECTED_CHUNK):
+            c = min(EXPECTED_CHUNK, n - start)
+            positions = torch.arange(start, start + c, device=y_d.device)
+            weights = F.one_hot(positions, n).to(y_d.dtype).expand(b, c, n)  # (b, c, n)
+            given = AnswerInput(
+                vector=y_d[:, start : start + c].reshape(b * c, -1),  # (b*c, 2h)
+                query=u.repeat_interleave(c, dim=0),  # (b*c, 2h)
+                weights=weights,
+            )
+            candidates = batch.candidates.repeat_interleave(c, dim=0)  # (b*c, e)
+            answer = self.answer_scores(batch, given, candidates).view(b, c, -1)  # (b, c, e)
+            joint = answer.float().log_softmax(-1) + log_policy[:, start : start + c, None]
+            mixed.append(torch.logsumexp(joint, dim=1))  # (b, e)
+        return mask_logits(torch.logsumexp(torch.stack(mixed, 1), dim=1), batch.candidates)
 
     # --- training ------------------------------------------------------------------------
 

@@ -238,6 +238,56 @@ def test_sample_evaluation_averages_the_answer_distribution() -> None:
     assert output.extras.samples_selected.shape == (6, 5, 1)
 
 
+@pytest.mark.parametrize("answer_layer", ["output", "tied"])
+def test_expected_evaluation_is_the_policy_weighted_answer(
+    answer_layer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``expected``: p(a) = sum_t pi(t) p(a | read t alone), computed here one position at a
+    time through the reader's parts; the same in chunks of 1 and of 5 positions."""
+    import attentive_reader.models.hard as hard
+
+    batch = random_batch(num_examples=6, vocab_size=VOCAB, num_entities=ENTITIES)
+    model = _reader(eval_mode="expected", answer_layer=answer_layer).eval()
+    b, n = batch.context_mask.shape
+    with torch.no_grad():
+        output = model(batch)
+        encoded = model.encode(batch)
+        y_d, u = encoded.document, encoded.query_final
+        policy = output.attention  # (b, n)
+        wanted = torch.zeros(b, ENTITIES)
+        for t in range(n):
+            weights = torch.zeros(b, 1, n)
+            weights[:, 0, t] = 1.0
+            given = hard.AnswerInput(vector=y_d[:, t], query=u, weights=weights)
+            wanted += policy[:, t, None] * model.answer_scores(batch, given).softmax(-1)
+        monkeypatch.setattr(hard, "EXPECTED_CHUNK", 1)
+        one_at_a_time = model(batch).logits
+        monkeypatch.setattr(hard, "EXPECTED_CHUNK", 5)
+        in_fives = model(batch).logits
+    probs = output.logits.softmax(-1)
+    torch.testing.assert_close(probs, wanted, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(b))
+    assert (probs[~batch.candidates] == 0).all()
+    torch.testing.assert_close(one_at_a_time, in_fives)
+    torch.testing.assert_close(one_at_a_time.softmax(-1), probs, atol=1e-6, rtol=1e-5)
+    # what it reports: the policy's top position, and its one averaged answer
+    assert torch.equal(output.selected[:, 0], policy.argmax(-1))
+    torch.testing.assert_close(output.extras.sample_logits[:, 0], output.logits)
+
+
+def test_sampled_evaluation_tends_to_the_expected_answer() -> None:
+    """``sample`` estimates what ``expected`` computes: with 4,000 draws the two agree."""
+    batch = random_batch(num_examples=6, vocab_size=VOCAB, num_entities=ENTITIES)
+    model = _reader(eval_mode="expected").eval()
+    with torch.no_grad():
+        expected = model(batch).logits.softmax(-1)
+        model.eval_mode, model.eval_samples = "sample", 4000
+        torch.manual_seed(1)
+        sampled = model(batch).logits.softmax(-1)
+    # each probability is a mean of 4,000 draws in [0, 1]: its standard error is <= 0.008
+    assert (sampled - expected).abs().max() < 0.04
+
+
 def test_uniform_evaluation_ignores_the_policy() -> None:
     batch = random_batch(num_examples=64, vocab_size=VOCAB, num_entities=ENTITIES)
     model = _reader(eval_mode="greedy").eval()
@@ -258,6 +308,7 @@ def test_uniform_evaluation_ignores_the_policy() -> None:
         ({"k": 0}, "k must be a positive integer"),
         ({"reward": "accuracy"}, "reward must be one of"),
         ({"eval_mode": "beam"}, "eval_mode must be one of"),
+        ({"eval_mode": "expected", "k": 2}, "needs k=1"),
         ({"entropy_decay": 0.0}, "entropy decay"),
         ({"baseline_decay": 1.5}, "decay"),
         ({"gumbel_temperature": 0.0}, "gumbel_temperature"),
