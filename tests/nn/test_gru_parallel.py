@@ -3,6 +3,11 @@ values and gradients as the loops over both directions together, and when they a
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
@@ -140,3 +145,39 @@ def test_a_failure_in_a_directions_thread_reaches_the_caller():
 
     with pytest.raises(RuntimeError, match="boom in the other direction"):
         gru_parallel._at_once(fail, [("first",), ("other",)])
+
+
+_THREAD_COUNT = """
+import os, torch
+from attentive_reader.nn import gru_parallel
+torch.set_num_threads(2)
+a = torch.randn(512, 512)
+torch.mm(a, a)  # the calling thread's own team of intra-op threads exists now
+def threads():
+    return len(os.listdir("/proc/self/task"))
+def product(x):
+    torch.mm(x, x)
+before = threads()
+gru_parallel._at_once(product, [(a,), (a,)])
+first = threads()
+gru_parallel._at_once(product, [(a,), (a,)])
+print(before, first, threads(), torch.get_num_threads())
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in Linux /proc")
+def test_the_helper_thread_adds_itself_and_no_team_of_intra_op_threads():
+    """A helper whose products spread over every core kept a team of threads of its own, and
+    with more threads than cores every later 2-thread step of the process ran 2-3x slower."""
+    result = subprocess.run(
+        [sys.executable, "-c", _THREAD_COUNT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        # As a training run has them (the tests' conftest sets both to 1).
+        env={**os.environ, "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"},
+    )
+    before, first, second, restored = map(int, result.stdout.split())
+    assert (first - before, second - before) == (1, 1)  # the helper itself, once
+    assert restored == 2
