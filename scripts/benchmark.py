@@ -24,7 +24,10 @@ shared: compare the ratios, which are taken within a round, more than the absolu
   context tokens among those the batches hold, padding included) and
   ``computed_share_of_dense`` (the share per token computed): an epoch of a few batches
   sorts by length only within those few, so padding is a larger part of it than in a full
-  epoch, and the second figure shows what the reader costs apart from that.
+  epoch, and the second figure shows what the reader costs apart from that. And
+  ``process_threads_after``, the process's threads after each round of the entry: a count
+  that grows after one entry means it left threads behind (more threads than cores slow
+  every later 2-thread entry; docs/performance.md).
 * ``encoder``: forward + backward seconds of the document BiLSTM on one batch, torch's
   ``PackedSequence`` path against the toolkit's ``SequenceEncoder`` (the packed path is the
   one a careful implementation would use; on the CPU its backward pass is quadratic).

@@ -37,6 +37,9 @@ def test_quick_benchmark_prints_its_tables_and_writes_json(tmp_path: Path) -> No
     assert reference["ratio_vs_reference"] == 1.0
     for row in result["train"].values():
         assert row["median_examples_per_second"] > 0 and row["peak_rss_mib"] > 0
+        threads = row["process_threads_after"]  # one count a round (None without /proc)
+        assert len(threads) == result["settings"]["rounds"]
+        assert all(t > 0 if Path("/proc/self/task").is_dir() else t is None for t in threads)
     assert set(result["encoder"]["results"]) == {"torch PackedSequence", "SequenceEncoder (padded)"}
     assert result["eval"]["examples"] == 160
     # The dense limit is the yardstick of every reader's share; the CPU is named.

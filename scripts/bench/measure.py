@@ -24,6 +24,15 @@ def peak_reset() -> bool:
     return True
 
 
+def process_threads() -> int | None:
+    """The threads this process has now (Linux ``/proc``), or ``None`` elsewhere: a team of
+    intra-op threads left by one entry (more threads than cores) slows the later ones."""
+    try:
+        return len(list(Path("/proc/self/task").iterdir()))
+    except OSError:
+        return None
+
+
 def peak_mib() -> float:
     """The process's peak RSS in MiB (since the last reset where supported)."""
     try:

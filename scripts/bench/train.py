@@ -9,7 +9,14 @@ from pathlib import Path
 
 import torch
 
-from bench.measure import Timed, peak_mib, peak_reset, timer_callback, toolkit_trainer
+from bench.measure import (
+    Timed,
+    peak_mib,
+    peak_reset,
+    process_threads,
+    timer_callback,
+    toolkit_trainer,
+)
 from bench.reference import dense_examples, time_reference
 from bench.settings import DEEP_LSTM_SHIPPED, DENSE, REFERENCE, Settings
 
@@ -135,6 +142,7 @@ def run_train(
     data_share: dict[str, list[float]] = {name: [] for name in names}
     real_share: dict[str, list[float]] = {name: [] for name in names}
     peaks: dict[str, float] = dict.fromkeys(names, 0.0)
+    threads_after: dict[str, list[int | None]] = {name: [] for name in names}
     for round_ in range(settings.rounds):
         for name, entry in zip(names, [None, None, *entries]):
             torch.set_num_threads(
@@ -147,6 +155,7 @@ def run_train(
             else:
                 timed = time_toolkit(entry, settings, data, vocab, seed=round_)
             peaks[name] = max(peaks[name], peak_mib())
+            threads_after[name].append(process_threads())
             rates[name].append(timed.rate)
             cpu_rates[name].append(timed.cpu_rate)
             tokens[name].append(timed.tokens / timed.seconds)
@@ -186,6 +195,9 @@ def run_train(
                 t / d for t, d in zip(cpu_tokens[name], cpu_tokens[DENSE])
             ),
             "peak_rss_mib": peaks[name],
+            # The process's threads after the entry, each round: a count that grows after
+            # one entry (a team of threads it left) would slow the entries after it.
+            "process_threads_after": threads_after[name],
         }
         for name in names
     }
