@@ -194,7 +194,8 @@ class _Helper:
         # team of as many threads as cores of this thread's own, which stays in the process:
         # libgomp then counts more threads than cores and has every team's threads sleep
         # instead of spin between parallel sections, and every later 2-thread step of the
-        # process ran 2-3x slower (a BiLSTM step 0.46 s before the first call, 1.0-1.4 s after).
+        # process ran 2-3x slower (a BiLSTM step 0.46-0.62 s before the first call,
+        # 0.99-1.38 s after; docs/performance.md).
         torch.set_num_threads(1)
         while True:
             self._tasks.get().run()
