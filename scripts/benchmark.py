@@ -46,8 +46,11 @@ Each section is a module of ``scripts/bench/`` (``train``, ``encoder``, ``evalua
 report beside them); this script parses the options and runs them.
 
 At the end, a table prints every target of issue 15 beside this run's value. ``--device
-cuda`` runs every section on the GPU (it stops with a clear message where torch sees none) and
-estimates a full training epoch of CNN (380,298 questions) and CNN + Daily Mail (1,259,748).
+cuda`` runs every section on the GPU (it stops with a clear message where torch sees none),
+adds the dense limit in bf16-mixed (the yardstick of the bf16 entries), records each entry's
+peak GPU memory, and estimates a full training epoch of CNN (380,298 questions) and CNN + Daily
+Mail (1,259,748). ``--shipped`` measures the reader of every shipped config instead of the
+benchmark's entries (``scripts/gpu_check.sh`` runs it on a GPU).
 
 Peak memory: the peak resident set size (Linux ``VmHWM``, reset before each entry through
 ``/proc/self/clear_refs``; elsewhere the process's peak so far), which includes the
@@ -151,6 +154,21 @@ def build_parser() -> argparse.ArgumentParser:
         "(e.g. 'Attentive (bilinear)' Impatient); the reference and the dense limit always run",
     )
     parser.add_argument(
+        "--shipped",
+        action="store_true",
+        help="train section: the reader of every shipped config (configs/NAME.yaml, its own "
+        "sizes and optimizer; its learning-rate schedule left out), fp32 and bf16-mixed, "
+        "instead of the benchmark's entries (--entries filters them too)",
+    )
+    parser.add_argument(
+        "--train-batches",
+        type=int,
+        default=None,
+        metavar="N",
+        help="train section: batches in an epoch (one warm-up epoch, one timed; default 6, "
+        "--quick 4); a GPU runs a batch in milliseconds and wants more",
+    )
+    parser.add_argument(
         "--allocator",
         choices=("keep", "system"),
         default="keep",
@@ -177,7 +195,9 @@ def run_sections(
             # subnormal floats flushed to zero (denormals.py).
             with freed_memory_kept(allocator_environ) as allocator, denormals_flushed():
                 result["train_allocator"] = asdict(allocator)
-                result["train"] = run_train(settings, data, vocab, args.threads, say, args.entries)
+                result["train"] = run_train(
+                    settings, data, vocab, args.threads, say, args.entries, args.shipped
+                )
         if "encoder" in sections:
             result["encoder"] = run_encoder(settings, settings.rounds)
         if "eval" in sections:
@@ -221,6 +241,10 @@ def main(argv: list[str] | None = None) -> int:
         settings = replace(settings, scale_sizes=tuple(args.scale_sizes))
     if args.paper_sizes:
         settings = replace(settings, embedding_dim=PAPER_SIZES[0], hidden_dim=PAPER_SIZES[1])
+    if args.train_batches is not None:
+        if args.train_batches < 2:
+            parser.error("--train-batches must be at least 2")
+        settings = replace(settings, train_batches=args.train_batches)
     if args.rounds is not None:
         if args.rounds < 1:
             parser.error("--rounds must be at least 1")

@@ -16,7 +16,10 @@ from bench.settings import WHERE
 
 
 def peak_reset() -> bool:
-    """Reset the peak RSS (Linux); False where it cannot be reset."""
+    """Reset the peak RSS (Linux) and, on CUDA, the peak GPU memory; False where the RSS
+    cannot be reset."""
+    if WHERE.device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
     try:
         Path("/proc/self/clear_refs").write_text("5")
     except OSError:
@@ -31,6 +34,14 @@ def process_threads() -> int | None:
         return len(list(Path("/proc/self/task").iterdir()))
     except OSError:
         return None
+
+
+def gpu_peak_mib() -> float | None:
+    """The GPU memory torch's tensors held at most since the last ``peak_reset`` (MiB), or
+    ``None`` off CUDA (what the caching allocator reserved beyond that is not counted)."""
+    if WHERE.device != "cuda":
+        return None
+    return torch.cuda.max_memory_allocated() / 2**20
 
 
 def peak_mib() -> float:

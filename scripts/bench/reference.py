@@ -64,8 +64,12 @@ def reference_batches(examples: list, batch_size: int, num_entities: int, seed: 
     return batches
 
 
-def time_reference(settings: Settings, examples: list, seed: int) -> Timed:
-    """The plain reference loop over the epoch's batches twice: a warm-up, then timed."""
+def time_reference(
+    settings: Settings, examples: list, seed: int, precision: str = "32-true"
+) -> Timed:
+    """The plain reference loop over the epoch's batches twice: a warm-up, then timed.
+    ``precision`` ``bf16-mixed``: the forward pass under bfloat16 autocast, as Lightning's
+    ``bf16-mixed`` runs it."""
     torch.manual_seed(seed)
     model = ReferenceReader(
         settings.vocab_size, settings.num_entities, settings.embedding_dim, settings.hidden_dim
@@ -78,7 +82,10 @@ def time_reference(settings: Settings, examples: list, seed: int) -> Timed:
         start, cpu, count, tokens, padded = time.perf_counter(), time.process_time(), 0, 0, 0
         for batch in batches:
             context, mask, query, candidates, answer = (t.to(WHERE.device) for t in batch)
-            loss = F.cross_entropy(model(context, mask, query, candidates), answer)
+            with torch.autocast(
+                WHERE.device, dtype=torch.bfloat16, enabled=precision == "bf16-mixed"
+            ):
+                loss = F.cross_entropy(model(context, mask, query, candidates), answer)
             optimizer.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 10.0)

@@ -21,9 +21,19 @@ def print_tables(console: Console, result: dict) -> None:
     if "train" in result:
         table = Table(title=f"Training throughput (median of {s['rounds']} rounds; {scale})")
         columns = ("", "examples/s", "tokens/s", "vs reference", "per CPU s", "vs ref (CPU)")
-        for column in (*columns, "of dense", "(CPU)", "data wait", "peak MiB"):
+        gpu = result["device"] == "cuda"
+        more = ("of dense bf16", "GPU peak MiB") if gpu else ()
+        for column in (*columns, "of dense", "(CPU)", "data wait", "peak MiB", *more):
             table.add_column(column, justify="right" if column else "left")
         for name, row in result["train"].items():
+            extra = (
+                (
+                    f"{100 * row['share_of_dense_bf16']:.0f}%",
+                    f"{row['peak_gpu_mib']:,.0f}",
+                )
+                if gpu
+                else ()
+            )
             table.add_row(
                 name,
                 f"{row['median_examples_per_second']:.1f}",
@@ -35,6 +45,7 @@ def print_tables(console: Console, result: dict) -> None:
                 f"{100 * row['cpu_share_of_dense']:.0f}%",
                 f"{100 * row['data_wait_share']:.1f}%",
                 f"{row['peak_rss_mib']:,.0f}",
+                *extra,
             )
         console.print(table)
     if "encoder" in result:

@@ -12,6 +12,8 @@ Device = Literal["cpu", "cuda"]
 CNN_MEAN_CONTEXT = 761.8
 CNN_TEST_SIZE = 3198
 DENSE = "Dense limit (reference maths, equal-length unpadded), fp32"
+# The dense limit under bf16 autocast: measured on CUDA only (the yardstick of bf16 entries).
+DENSE_BF16 = "Dense limit (reference maths, equal-length unpadded), bf16-mixed"
 REFERENCE = "Reference (plain loop), fp32"
 # The Deep LSTM Reader at configs/deep_lstm_reader.yaml's sizes (the targets table reads it).
 DEEP_LSTM_SHIPPED = "Deep LSTM (shipped config: 2 x 256, query first), fp32"

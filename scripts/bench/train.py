@@ -11,6 +11,7 @@ import torch
 
 from bench.measure import (
     Timed,
+    gpu_peak_mib,
     peak_mib,
     peak_reset,
     process_threads,
@@ -18,7 +19,7 @@ from bench.measure import (
     toolkit_trainer,
 )
 from bench.reference import dense_examples, time_reference
-from bench.settings import DEEP_LSTM_SHIPPED, DENSE, REFERENCE, Settings
+from bench.settings import DEEP_LSTM_SHIPPED, DENSE, DENSE_BF16, REFERENCE, WHERE, Settings
 
 
 @dataclass(frozen=True)
@@ -68,21 +69,47 @@ def train_entries(threads: int) -> list[Entry]:
     return entries  # fmt: skip
 
 
+# A shipped config's learning-rate schedule watches val_acc, which the benchmark's epochs do
+# not compute (no validation); it does not change a step's work, so it is left out.
+SCHEDULE_OPTIONS = ("lr_schedule", "lr_factor", "lr_patience", "lr_decay_start")
+
+
+def shipped_entries() -> list[Entry]:
+    """Every shipped reader config (``configs/NAME.yaml``) in fp32 and bf16-mixed: its reader
+    class with the config's own options (sizes and optimizer included), learning-rate schedule
+    left out (``SCHEDULE_OPTIONS``)."""
+    import yaml
+
+    from attentive_reader.shipped_configs import configs_dir, shipped_readers
+
+    entries = []
+    for name in shipped_readers():
+        model = yaml.safe_load((configs_dir() / f"{name}.yaml").read_text())["model"]
+        init = {
+            key: value
+            for key, value in (model.get("init_args") or {}).items()
+            if key not in SCHEDULE_OPTIONS
+        }
+        reader = model["class_path"].rsplit(".", 1)[-1]
+        for precision, label in (("32-true", "fp32"), ("bf16-mixed", "bf16-mixed")):
+            entries.append(Entry(f"configs/{name}.yaml, {label}", reader, init, precision))
+    return entries
+
+
 def build_reader(entry: Entry, settings: Settings, vocab_size: int, num_entities: int):
+    """``entry``'s reader; what its options leave open is the benchmark's (its sizes, SGD at
+    0.1, and the output matrix that the plain reference answers with: like with like)."""
     import attentive_reader.models as models
 
-    init = dict(entry.init)
-    init.setdefault("hidden_dim", settings.hidden_dim)
-    # The plain reference reader answers with an output matrix: compare like with like.
-    init.setdefault("answer_layer", "output")
-    return getattr(models, entry.reader)(
-        vocab_size=vocab_size,
-        num_entities=num_entities,
-        embedding_dim=settings.embedding_dim,
-        optimizer="sgd",
-        lr=0.1,
-        **init,
-    )
+    init = {
+        "embedding_dim": settings.embedding_dim,
+        "hidden_dim": settings.hidden_dim,
+        "answer_layer": "output",
+        "optimizer": "sgd",
+        "lr": 0.1,
+        **entry.init,
+    }
+    return getattr(models, entry.reader)(vocab_size=vocab_size, num_entities=num_entities, **init)
 
 
 def time_toolkit(entry: Entry, settings: Settings, data: Path, vocab: Path, seed: int) -> Timed:
@@ -120,9 +147,11 @@ def run_train(
     threads: int,
     say,
     only: list[str] | None = None,
+    shipped: bool = False,
 ) -> dict:
-    """Every entry (or those whose name holds one of ``only``) and the reference, in
-    interleaved rounds."""
+    """Every entry (or those whose name holds one of ``only``; with ``shipped``, the shipped
+    configs' readers instead of the benchmark's) and the reference, in interleaved rounds. On
+    CUDA the dense limit runs in bf16-mixed too."""
     from attentive_reader.data.datamodule import ClozeDataModule
 
     examples = (
@@ -131,10 +160,10 @@ def run_train(
         .examples
     )
     dense = dense_examples(examples)
-    entries = [
-        e for e in train_entries(threads) if not only or any(part in e.name for part in only)
-    ]
-    names = [REFERENCE, DENSE, *(e.name for e in entries)]
+    candidates = shipped_entries() if shipped else train_entries(threads)
+    entries = [e for e in candidates if not only or any(part in e.name for part in only)]
+    references = [REFERENCE, DENSE, *([DENSE_BF16] if WHERE.device == "cuda" else [])]
+    names = [*references, *(e.name for e in entries)]
     rates: dict[str, list[float]] = {name: [] for name in names}
     cpu_rates: dict[str, list[float]] = {name: [] for name in names}
     tokens: dict[str, list[float]] = {name: [] for name in names}
@@ -142,19 +171,23 @@ def run_train(
     data_share: dict[str, list[float]] = {name: [] for name in names}
     real_share: dict[str, list[float]] = {name: [] for name in names}
     peaks: dict[str, float] = dict.fromkeys(names, 0.0)
+    gpu_peaks: dict[str, float | None] = dict.fromkeys(names)
     threads_after: dict[str, list[int | None]] = {name: [] for name in names}
     for round_ in range(settings.rounds):
-        for name, entry in zip(names, [None, None, *entries]):
+        for name, entry in zip(names, [*(None for _ in references), *entries]):
             torch.set_num_threads(
                 threads if entry is None or entry.threads is None else entry.threads
             )
             peak_reset()
             if entry is None:
-                chosen = dense if name == DENSE else examples
-                timed = time_reference(settings, chosen, seed=round_)
+                chosen = examples if name == REFERENCE else dense
+                precision = "bf16-mixed" if name == DENSE_BF16 else "32-true"
+                timed = time_reference(settings, chosen, seed=round_, precision=precision)
             else:
                 timed = time_toolkit(entry, settings, data, vocab, seed=round_)
             peaks[name] = max(peaks[name], peak_mib())
+            if (gpu := gpu_peak_mib()) is not None:
+                gpu_peaks[name] = max(gpu_peaks[name] or 0.0, gpu)
             threads_after[name].append(process_threads())
             rates[name].append(timed.rate)
             cpu_rates[name].append(timed.cpu_rate)
@@ -184,6 +217,13 @@ def run_train(
             ),
             "data_wait_share": statistics.median(data_share[name]),
             "share_of_dense": statistics.median(t / d for t, d in zip(tokens[name], dense_tokens)),
+            # On CUDA: the same against the dense limit in bf16-mixed (the yardstick of the
+            # bf16 entries); None elsewhere.
+            "share_of_dense_bf16": (
+                statistics.median(t / d for t, d in zip(tokens[name], tokens[DENSE_BF16]))
+                if DENSE_BF16 in tokens
+                else None
+            ),
             # Real tokens among those the batches hold, and the share of the dense limit per
             # token computed (padding included): what is left of the gap is the reader's own.
             "real_token_share": statistics.median(real_share[name]),
@@ -195,6 +235,8 @@ def run_train(
                 t / d for t, d in zip(cpu_tokens[name], cpu_tokens[DENSE])
             ),
             "peak_rss_mib": peaks[name],
+            # On CUDA: the most GPU memory torch's tensors held (torch.cuda.max_memory_allocated).
+            "peak_gpu_mib": gpu_peaks[name],
             # The process's threads after the entry, each round: a count that grows after
             # one entry (a team of threads it left) would slow the entries after it.
             "process_threads_after": threads_after[name],
