@@ -42,9 +42,10 @@ class ImpatientReader(PairReader):
     Query padding: a padded query position leaves ``r`` unchanged and its attention row is
     all zeros, so ``r(|q|)`` is the state after each example's own last query token.
 
-    :meth:`recurrence` is these equations, one query token at a time. Training with the
-    additive scorer runs the same steps through ``FusedAdditiveSteps`` (``nn/impatient_fused.py``:
-    the same values and gradients, fewer memory passes) wherever it applies.
+    :meth:`recurrence` is these equations, one query token at a time. Training on the CPU
+    with the additive scorer runs the same steps through ``FusedAdditiveSteps``
+    (``nn/impatient_fused.py``: the same values and gradients, fewer memory passes) wherever it
+    applies.
 
     Args:
         **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,

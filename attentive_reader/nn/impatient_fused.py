@@ -26,8 +26,11 @@ no more:
   not the batch size times the longest query.
 
 ``FusedAdditiveSteps`` is the one entry: ``applies`` says where these steps are the reader's
-fast path (training in float32/float64 outside autocast); they return ``None`` for a query
-with padding between its tokens. Elsewhere the reader's loop runs.
+fast path (``fused_steps_apply``: training on the CPU in float32/float64 outside autocast);
+they return ``None`` for a query with padding between its tokens. Elsewhere the reader's loop
+runs. Not on CUDA: a GPU has no per-core cache to keep a block in, and the blocks become
+thousands of small kernels a batch (on an H200 the paper config trained at 121.6 examples/s
+through them in fp32, and at 207.4 through the reader's loop in ``bf16-mixed``, issue 38).
 """
 
 from __future__ import annotations
@@ -45,6 +48,12 @@ from attentive_reader.nn.attention import AdditiveScorer
 from attentive_reader.nn.masking import masked_softmax
 
 
+def fused_steps_apply(device_type: str, training: bool, exact: bool, autocast: bool) -> bool:
+    """Whether ``AdditiveSteps`` is the Impatient Reader's path: training (gradients on) on
+    the CPU, in float32 or float64 (``exact``) outside autocast."""
+    return device_type == "cpu" and training and exact and not autocast
+
+
 class FusedAdditiveSteps(nn.Module):
     """The fast path of the Impatient Reader's additive query steps in training (module
     docstring). No parameters: it reads the reader's own."""
@@ -59,11 +68,14 @@ class FusedAdditiveSteps(nn.Module):
         return super().train(mode)
 
     def applies(self, y_d: Tensor) -> bool:
-        """Whether these steps are the reader's fast path for document states ``y_d``:
-        training in float32/float64 outside autocast."""
-        training = torch.is_grad_enabled() and y_d.requires_grad
-        exact = y_d.dtype in (torch.float32, torch.float64)
-        return training and exact and not torch.is_autocast_enabled(y_d.device.type)
+        """Whether these steps are the reader's fast path for document states ``y_d``
+        (``fused_steps_apply``)."""
+        return fused_steps_apply(
+            y_d.device.type,
+            training=torch.is_grad_enabled() and y_d.requires_grad,
+            exact=y_d.dtype in (torch.float32, torch.float64),
+            autocast=torch.is_autocast_enabled(y_d.device.type),
+        )
 
     def forward(
         self,

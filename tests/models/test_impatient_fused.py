@@ -149,6 +149,21 @@ def test_evaluation_autocast_and_other_scorers_take_the_recurrence():
         assert reader(batch).logits.isfinite().all()
 
 
+def test_cuda_takes_the_readers_loop_the_cpu_the_fused_steps():
+    """On a GPU the fused steps' cache-sized blocks are thousands of small kernels: an H200
+    trained the paper config at 121.6 examples/s through them in fp32 and at 207.4 through the
+    reader's loop in bf16-mixed (issue 38)."""
+    from attentive_reader.nn.impatient_fused import fused_steps_apply
+
+    assert fused_steps_apply("cpu", training=True, exact=True, autocast=False)
+    assert not fused_steps_apply("cuda", training=True, exact=True, autocast=False)
+    assert not fused_steps_apply("cuda", training=True, exact=False, autocast=True)
+    assert not fused_steps_apply("cpu", training=False, exact=True, autocast=False)
+    reader, batch = _reader("tied"), _batch()
+    y_d, _ = _steps_inputs(reader, batch, torch.float32)
+    assert reader.fused.applies(y_d)
+
+
 def test_a_second_backward_through_the_fused_steps_gives_the_same_gradients():
     reader, batch = _reader("tied"), _batch()
     loss = reader(batch).logits.logsumexp(-1).sum()
