@@ -77,12 +77,12 @@ def test_packing_reads_the_longest_sequence_first_and_each_from_its_end():
 def test_auto_trains_a_cpu_gru_through_the_fused_path_and_evaluates_with_torchs():
     gru, lstm = SequenceEncoder(3, 2, rnn="gru"), SequenceEncoder(3, 2, rnn="lstm")
     inputs = torch.zeros(1, 2, 3)
-    assert gru._fused(inputs) and not lstm._fused(inputs)
+    assert gru._path(inputs) == "fused" and lstm._path(inputs) == "padded"
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert gru._fused(inputs.bfloat16())  # computed in float32 inside
+        assert gru._path(inputs.bfloat16()) == "fused"  # computed in float32 inside
     with torch.no_grad():
-        assert not gru._fused(inputs)
-    assert not SequenceEncoder(3, 2, rnn="gru", path="padded")._fused(inputs)
+        assert gru._path(inputs) == "padded"
+    assert SequenceEncoder(3, 2, rnn="gru", path="padded")._path(inputs) == "padded"
     with pytest.raises(ValueError, match="GRU"):
         SequenceEncoder(3, 2, rnn="lstm", path="fused")
 
