@@ -212,12 +212,15 @@ def _script(tmp_path: Path) -> Path:
     script.write_text(
         textwrap.dedent(
             """
-            import signal, sys, time
+            import faulthandler, signal, sys, time
             from spacy.language import Language
 
             # Ctrl-C as in a terminal, whatever this test run inherited: a shell starts a
             # background job ("pytest &") with SIGINT ignored, and so would this run be.
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            # SIGUSR1: every thread's stack on stderr, the workers' too (they inherit it), so
+            # that a run that hangs says where.
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
 
             @Language.component("test_slow_down")
             def _slow_down(doc):
@@ -253,7 +256,17 @@ def _run_until(args: list[str], out: Path, shards: int, sig: int, tmp_path: Path
             time.sleep(0.01)
         at_signal = _shards_done(out), process.poll()
         os.killpg(process.pid, sig)
-        _, err = process.communicate(timeout=30)
+        try:
+            _, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # a hang: the stacks of the run's processes
+            os.killpg(process.pid, signal.SIGUSR1)
+            time.sleep(2)
+            os.killpg(process.pid, signal.SIGKILL)
+            _, err = process.communicate()
+            raise AssertionError(
+                f"the run did not end within 30 s of the signal ({at_signal[0]} shards done "
+                f"then); its processes' stacks:\n{err.decode()[-20000:]}"
+            ) from None
         if sig == signal.SIGINT and process.returncode != 130:  # say what the run had done
             err += (
                 f"\n[test] at the signal: {at_signal[0]} shards done, exit {at_signal[1]}".encode()
