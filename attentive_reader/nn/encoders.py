@@ -36,7 +36,7 @@ class SequenceEncoder(nn.Module):
     padded batch through torch's fused kernels (oneDNN on the CPU, cuDNN on CUDA), since a
     packed RNN (``PackedSequence``) costs O(n^2) in the backward pass on the CPU
     (docs/performance.md) and runs step by step on CUDA (on an H200 every reader trained
-    through it at 250-320 examples/s where the plain padded reference loop ran 1,870:
+    through it at 95-316 examples/s where the plain padded reference loop ran 1,800:
     docs/scale.md); for a GRU being trained on the CPU, which has no fused kernel there,
     ``nn/gru.py`` (the packed rows of the real tokens, the backward written out).
 
