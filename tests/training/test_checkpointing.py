@@ -19,10 +19,10 @@ import torch
 from attentive_reader.cli import main as cli_main
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.corpus.synthetic.examples import write_examples
-from attentive_reader.training import effective_batch_line, run_cli
+from attentive_reader.training.run import effective_batch_line, run_cli
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 QUIET = ["--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
 TINY = ["--model.init_args.embedding_dim", "8", "--model.init_args.hidden_dim", "8"]
 STEPS_PER_EPOCH = 3  # 24 training questions in batches of 8
@@ -149,7 +149,7 @@ def test_the_effective_batch_of_the_multinode_layout():
 
 
 def test_the_best_line_on_ctrl_c_and_without_a_validation(tmp_path, capsys):
-    from attentive_reader.checkpointing import ReaderCheckpoint
+    from attentive_reader.training.checkpointing import ReaderCheckpoint
 
     callback = ReaderCheckpoint(monitor="val_acc", mode="max", save_last=True)
     trainer = SimpleNamespace(is_global_zero=True, fast_dev_run=False)

@@ -4,7 +4,7 @@ A checkout has them in ``configs/``; an install (``pip install attentive-reader`
 to ``<prefix>/share/attentive-reader/configs``. ``--config attentive_reader`` and
 ``--config trainer/ddp_gpu`` name a shipped config (``configs/<name>.yaml``); a value with a
 ``.yaml`` / ``.yml`` suffix, or a file that exists, is a path, and ``configs/NAME.yaml`` (as
-the docs write it) is the shipped one when there is no such file in the working folder. Floor 0: no imports beyond
+the docs write it) is the shipped one when there is no such file in the working folder. No imports beyond
 the standard library and ``errors``.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
 
@@ -25,7 +25,7 @@ def configs_dir() -> Path:
         UserError: neither is there (a broken install).
     """
     candidates = [
-        Path(__file__).resolve().parents[1] / "configs",
+        Path(__file__).resolve().parents[2] / "configs",
         Path(sys.prefix) / "share" / "attentive-reader" / "configs",
     ]
     for candidate in candidates:
