@@ -78,7 +78,7 @@ class ReaderCheckpoint(ModelCheckpoint):
             print(f"interrupted; {self.best_line(so_far=True)}", flush=True)
 
     def best_line(self, so_far: bool = False) -> str:
-        """``best checkpoint: PATH (epoch E, val_acc 0.6120)``, or why there is none."""
+        """``best checkpoint: PATH (epoch E, val_acc A)``, or why there is none."""
         monitor = self.monitor or "the monitored metric"
         if not self.best_model_path or self.best_model_score is None:
             last = f"; last checkpoint: {self.last_model_path}" if self.last_model_path else ""
