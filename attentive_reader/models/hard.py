@@ -53,8 +53,6 @@ from attentive_reader.nn.selection import (
     build_selector,
 )
 
-__all__ = ["BaselineName", "EvalModeName", "HardAttentionReader", "RewardName", "SelectionName"]
-
 EvalModeName = Literal["greedy", "sample", "expected", "uniform"]
 EXPECTED_CHUNK = 64  # positions answered at once by eval_mode="expected" (bounds its memory)
 SelectionName = Literal["reinforce", "gumbel"]
