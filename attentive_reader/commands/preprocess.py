@@ -16,7 +16,7 @@ from rich.console import Console
 from attentive_reader.corpus.console import print_report
 from attentive_reader.corpus.options import OptionSpec, PreprocessOptions
 from attentive_reader.corpus.preprocess import preprocess
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 EPILOG = """\
 inputs (any mix, in order):

@@ -36,8 +36,8 @@ from attentive_reader.corpus.sources import (
     split_input,
     url_sha1,
 )
-from attentive_reader.errors import UserError
-from attentive_reader.fileio import replacing, write_json_atomic
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.fileio import replacing, write_json_atomic
 
 # Examples buffered by a worker before they are written to the shard's parquet file.
 ROWS_PER_WRITE = 512

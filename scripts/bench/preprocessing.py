@@ -19,7 +19,7 @@ def run_preprocess(settings: Settings, say) -> dict | None:
     import benchmark_preprocess as bp
 
     from attentive_reader.corpus.pipeline import load_pipeline
-    from attentive_reader.errors import UserError
+    from attentive_reader.common.errors import UserError
 
     if not bp.DATA.is_dir():
         say(f"preprocess: skipped, no sample data at {bp.DATA}")

@@ -24,7 +24,7 @@ from attentive_reader.corpus.manifest import MANIFEST_FORMAT, ShardCounts, read_
 from attentive_reader.corpus.preprocess import merge, preprocess
 from attentive_reader.corpus.questions import export_questions
 from attentive_reader.corpus.records import CLOZE_FEATURES, SPLITS, ClozeExample
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 from tests.corpus.pipelines import (
     ORGS,
     PEOPLE,

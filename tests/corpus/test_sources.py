@@ -16,7 +16,7 @@ from attentive_reader.corpus.sources import (
     parse_story,
     url_sha1,
 )
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 from .fixtures import (
     random_stories,

@@ -11,7 +11,7 @@ from attentive_reader.data.datamodule import ClozeDataModule, PreprocessingWarni
 from attentive_reader.data.split import EncodedSplit
 from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES, Vocabulary
 from attentive_reader.data.vocab_sources import DATAMODULE_STATE
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 from tests.corpus.fixtures import numbered_example, write_dataset
 
 TRAIN = [

@@ -17,7 +17,7 @@ from attentive_reader.corpus.records import (
     load_split,
 )
 from attentive_reader.data.datamodule import ClozeDataModule
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 from attentive_reader.eval.evaluation import load_examples
 
 ROW = ClozeExample(

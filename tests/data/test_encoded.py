@@ -14,8 +14,8 @@ from attentive_reader.data import encoded
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.entity_block import stored_ids
 from attentive_reader.data.vocab import Vocabulary
-from attentive_reader.errors import UserError
-from attentive_reader.markers import entity_index
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.markers import entity_index
 from tests.corpus.fixtures import write_dataset
 
 

@@ -23,7 +23,7 @@ from attentive_reader.corpus.manifest import (
     build_manifest,
 )
 from attentive_reader.corpus.records import CLOZE_FEATURES, SPLITS, ClozeExample
-from attentive_reader.fileio import write_json_atomic
+from attentive_reader.common.fileio import write_json_atomic
 from attentive_reader.version import __version__
 
 

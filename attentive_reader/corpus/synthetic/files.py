@@ -26,7 +26,7 @@ from attentive_reader.corpus.synthetic.words import (
     ORG_SUFFIXES,
     SURNAMES,
 )
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 if TYPE_CHECKING:
     from spacy.language import Language
