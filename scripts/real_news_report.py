@@ -25,10 +25,9 @@ import statistics
 import sys
 from pathlib import Path
 
+from attentive_reader.training.wall_clock import METRIC as WALL
 from bench.report import cpu_model  # scripts/ is on sys.path when a script runs
 from learning_curves import baselines
-
-from attentive_reader.training.wall_clock import METRIC as WALL
 
 
 def epochs_of(run: Path) -> dict[str, list[float]]:

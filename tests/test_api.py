@@ -9,8 +9,8 @@ import sys
 
 import pytest
 import torch
-
 from attentive_reader.common.errors import UserError
+
 from tests.trained_reader import CONTEXT_CAP, ROOT
 
 pytestmark = pytest.mark.slow

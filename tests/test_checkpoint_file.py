@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from attentive_reader.common.checkpoint_file import read_checkpoint
 from attentive_reader.common.errors import UserError
 

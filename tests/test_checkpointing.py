@@ -15,11 +15,11 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from attentive_reader.training.run import effective_batch_line, run_cli
 
 from attentive_reader.cli import main as cli_main
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.corpus.synthetic.examples import write_examples
-from attentive_reader.training.run import effective_batch_line, run_cli
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from attentive_reader.common.checks import (
     check_positive,
     check_positive_options,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from attentive_reader.common.fileio import (
     digest_of,
     place,

@@ -10,10 +10,10 @@ import sys
 import time
 
 import pytest
-
-from attentive_reader.cli import main as cli_main
 from attentive_reader.common.faults import OutputError, describe, format_size, writing
 from attentive_reader.common.locking import OutputInUse, holder, lock_path, output_lock
+
+from attentive_reader.cli import main as cli_main
 
 TRY_LOCK = """
 import sys

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from attentive_reader.common.markers import (
     ENTITY_PREFIX,
     PLACEHOLDER,

@@ -6,13 +6,13 @@ from __future__ import annotations
 import datasets
 import pytest
 import pytorch_lightning as pl
-from pytorch_lightning.cli import LightningCLI
-
 from attentive_reader.common.upstream import (
     dataset_fingerprint,
     on_subcommand_parser,
     uses_distributed_sampler,
 )
+from pytorch_lightning.cli import LightningCLI
+
 from tests.trainers import quiet_trainer
 
 

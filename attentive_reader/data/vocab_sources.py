@@ -12,8 +12,8 @@ import datasets
 import pyarrow.compute as pc
 
 from attentive_reader.common.checkpoint_file import read_checkpoint
-from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.common.errors import UserError
+from attentive_reader.data.vocab import Vocabulary
 
 VOCAB_FILE = "vocab.json"
 PIPELINE_FILE = "pipeline.json"  # the preprocessing identity, beside vocab.json

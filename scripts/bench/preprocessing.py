@@ -17,9 +17,9 @@ def run_preprocess(settings: Settings, say) -> dict | None:
     processes) with peak memory; ``None`` without the sample data or the spaCy model."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/
     import benchmark_preprocess as bp
+    from attentive_reader.common.errors import UserError
 
     from attentive_reader.corpus.pipeline import load_pipeline
-    from attentive_reader.common.errors import UserError
 
     if not bp.DATA.is_dir():
         say(f"preprocess: skipped, no sample data at {bp.DATA}")

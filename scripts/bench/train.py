@@ -79,7 +79,6 @@ def shipped_entries() -> list[Entry]:
     class with the config's own options (sizes and optimizer included), learning-rate schedule
     left out (``SCHEDULE_OPTIONS``)."""
     import yaml
-
     from attentive_reader.training.shipped_configs import configs_dir, shipped_readers
 
     entries = []

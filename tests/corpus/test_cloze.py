@@ -6,12 +6,12 @@ import dataclasses
 import importlib.util
 
 import pytest
+from attentive_reader.common.markers import PLACEHOLDER, is_entity_marker
 from spacy.language import Language
 
 from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
 from attentive_reader.corpus.pipeline import load_pipeline
 from attentive_reader.corpus.records import ClozeExample, Skip, Story, safe_id
-from attentive_reader.common.markers import PLACEHOLDER, is_entity_marker
 from tests.corpus.pipelines import ruler
 
 

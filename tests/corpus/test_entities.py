@@ -11,6 +11,7 @@ import importlib.util
 
 import pytest
 import spacy
+from attentive_reader.common.errors import UserError
 from spacy.language import Language
 
 from attentive_reader.corpus import pipeline
@@ -18,7 +19,6 @@ from attentive_reader.corpus.aliases import Alias, alias_table, find_aliases, ma
 from attentive_reader.corpus.entities import find_mentions
 from attentive_reader.corpus.grouping import group_mentions
 from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info, resolve_model
-from attentive_reader.common.errors import UserError
 from tests.corpus.pipelines import LABELS, groups, ruler
 
 # --- model resolution and loading ---------------------------------------------------------

@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
+from attentive_reader.common.errors import UserError
 
 from attentive_reader.cli import main as cli
-from attentive_reader.common.errors import UserError
 from attentive_reader.eval import Report, evaluate, load_examples
 
 pytestmark = pytest.mark.slow

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from attentive_reader.common.errors import UserError
 from torch import nn
 
-from attentive_reader.common.errors import UserError
 from attentive_reader.nn import gru_parallel
 from attentive_reader.nn.gru import packed_gru
 

@@ -239,8 +239,9 @@ def undisturbed(tmp_path_factory):
 
 
 def test_heatmaps_refuse_a_second_run(tmp_path, lock_holder, capsys):
-    from attentive_reader.cli import main as cli_main
     from attentive_reader.common.locking import OutputInUse
+
+    from attentive_reader.cli import main as cli_main
 
     out = tmp_path / "heatmaps"
     first = lock_holder(out, "heatmap")
