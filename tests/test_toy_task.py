@@ -101,7 +101,7 @@ def test_a_small_reader_learns_a_permuted_task_with_100_entity_ids(tmp_path, see
     path = write_toy_dataset(tmp_path / "toy", num_train=1000, num_validation=8, num_test=200)
     pl.seed_everything(seed, verbose=False)
     data = ClozeDataModule(str(path), batch_size=32, num_entities=100, seed=seed)
-    assert data.permute_entities and data.num_entities == 100
+    assert data.entity_ids == "permute" and data.num_entities == 100
     reader = AttentiveReader(
         vocab_size=data.vocab_size,
         num_entities=data.num_entities,

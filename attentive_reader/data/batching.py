@@ -103,8 +103,8 @@ def collate(examples: Sequence[EncodedExample], num_entities: int) -> ClozeBatch
     )
 
 
-class BucketBatchSampler(Sampler[list]):
-    """Length-bucketed batches of dataset indices, sharded across distributed ranks.
+class BucketBatchSampler(Sampler[list[tuple[int, int]]]):
+    """Length-bucketed batches of ``(epoch, index)`` keys, sharded across distributed ranks.
 
     One epoch: shuffle the indices (when ``shuffle``), cut them into pools of
     ``pool_size * batch_size``, sort each pool by length (so a batch holds examples of
@@ -117,7 +117,9 @@ class BucketBatchSampler(Sampler[list]):
     has exactly ``batch_size`` examples and the remainder is left out of the epoch.
 
     The order depends only on ``(seed, epoch)``; call ``set_epoch`` before each epoch, or pass
-    ``epoch_fn`` to read the epoch when iteration starts.
+    ``epoch_fn`` to read the epoch when iteration starts. Every index comes with its epoch, so
+    that a dataset in a worker process can seed per-epoch randomness (``EncodedSplit``'s
+    entity permutation); a dataset without any reads the index alone.
 
     Args:
         lengths: the length of each example (context tokens).
@@ -129,8 +131,6 @@ class BucketBatchSampler(Sampler[list]):
         rank: this process's rank.
         drop_last: only full batches (see above).
         pool_size: batches per sorting pool.
-        with_epoch: yield ``(epoch, index)`` pairs instead of plain indices, so that a
-            dataset in a worker process can seed per-epoch randomness (entity permutation).
         epoch_fn: called at the start of each iteration to get the epoch (overrides
             ``set_epoch``).
     """
@@ -145,7 +145,6 @@ class BucketBatchSampler(Sampler[list]):
         rank: int = 0,
         drop_last: bool = False,
         pool_size: int = 50,
-        with_epoch: bool = False,
         epoch_fn: Callable[[], int] | None = None,
     ) -> None:
         if batch_size < 1:
@@ -172,7 +171,6 @@ class BucketBatchSampler(Sampler[list]):
         self.rank = rank
         self.drop_last = drop_last
         self.pool_size = pool_size
-        self.with_epoch = with_epoch
         self.epoch_fn = epoch_fn
         self.epoch = 0
         total = len(self.lengths)
@@ -205,10 +203,7 @@ class BucketBatchSampler(Sampler[list]):
             batches = [batches[i] for i in rng.permutation(num_batches)]
         return batches
 
-    def __iter__(self) -> Iterator[list]:
+    def __iter__(self) -> Iterator[list[tuple[int, int]]]:
         epoch = self.epoch_fn() if self.epoch_fn is not None else self.epoch
         for batch in self.batches(epoch)[self.rank :: self.num_replicas]:
-            if self.with_epoch:
-                yield [(epoch, int(i)) for i in batch]
-            else:
-                yield [int(i) for i in batch]
+            yield [(epoch, int(i)) for i in batch]

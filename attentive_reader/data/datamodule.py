@@ -6,7 +6,7 @@ import functools
 import json
 import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import datasets
 import pytorch_lightning as pl
@@ -35,7 +35,7 @@ from attentive_reader.data.encoded import (
 )
 from attentive_reader.data.entity_numbers import block_size, largest_entity_numbers
 from attentive_reader.data.provenance import data_provenance
-from attentive_reader.data.split import EncodedSplit
+from attentive_reader.data.split import ENTITY_ID_POLICIES, EncodedSplit, EntityIdPolicy
 from attentive_reader.data.stories import story_share
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.data.vocab_sources import (
@@ -53,8 +53,6 @@ __all__ = [
     "Split",
     "VocabularyWriter",
 ]
-EntityIdPolicy = Literal["permute", "first_occurrence"]
-ENTITY_ID_POLICIES: tuple[str, ...] = ("permute", "first_occurrence")
 
 
 class PreprocessingWarning(UserWarning):
@@ -140,8 +138,7 @@ class ClozeDataModule(pl.LightningDataModule):
         self.path = Path(path)
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size
-        self.entity_ids = entity_ids
-        self.permute_entities = entity_ids == "permute"
+        self.entity_ids: EntityIdPolicy = entity_ids
         self.max_context_tokens = max_context_tokens
         self.pool_size = pool_size
         self.num_workers = num_workers
@@ -268,7 +265,7 @@ class ClozeDataModule(pl.LightningDataModule):
                 columns,
                 num_entities=self.num_entities,
                 entity_offset=self.vocab.entity_offset,
-                permute_entities=self.permute_entities and split == "train",
+                entity_ids=self.entity_ids if split == "train" else "first_occurrence",
                 seed=self.seed,
                 max_context_tokens=self.max_context_tokens,
             )
@@ -450,7 +447,6 @@ class ClozeDataModule(pl.LightningDataModule):
             num_replicas=num_replicas,
             rank=rank,
             pool_size=self.pool_size,
-            with_epoch=dataset.permute_entities,
             epoch_fn=self._current_epoch if shuffle else None,
         )
         return DataLoader(

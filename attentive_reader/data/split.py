@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import overload
+from typing import Literal, get_args, overload
 
 import numpy as np
 from torch.utils.data import Dataset
@@ -15,6 +15,9 @@ from attentive_reader.data.batching import EncodedExample
 from attentive_reader.data.encoded import EncodedColumns
 from attentive_reader.data.entity_block import UNANSWERABLE, fit_encoded
 from attentive_reader.data.vocab import Vocabulary
+
+EntityIdPolicy = Literal["permute", "first_occurrence"]
+ENTITY_ID_POLICIES: tuple[str, ...] = get_args(EntityIdPolicy)
 
 
 class EncodedSplit(Dataset):
@@ -28,17 +31,17 @@ class EncodedSplit(Dataset):
     checkpoint's vocabulary) is fitted into it by ``data/entity_block.py``'s rule; one that
     fits is read as stored.
 
-    With ``permute_entities`` the entity block is relabelled by a random permutation drawn
-    from ``(seed, epoch, index)``, so a run is reproducible while every epoch sees new
+    With ``entity_ids="permute"`` the entity block is relabelled by a random permutation
+    drawn from ``(seed, epoch, index)``, so a run is reproducible while every epoch sees new
     labels (the paper's "randomly permuted for each data point"). The key is either an index
-    (epoch 0) or an ``(epoch, index)`` pair, as ``BucketBatchSampler(with_epoch=True)``
-    yields.
+    (epoch 0) or an ``(epoch, index)`` pair, as ``BucketBatchSampler`` yields.
 
     Args:
         columns: the encoded columns of the split.
         num_entities: size of the entity block ``e``.
         entity_offset: token id of ``@entity0``.
-        permute_entities: relabel entity ids per example.
+        entity_ids: ``permute`` (relabel entity ids per example and epoch) or
+            ``first_occurrence`` (the stored ids).
         seed: base seed of the permutations.
         max_context_tokens: cut contexts to this many tokens (``truncated`` records it).
     """
@@ -48,14 +51,18 @@ class EncodedSplit(Dataset):
         columns: EncodedColumns,
         num_entities: int,
         entity_offset: int = Vocabulary.entity_offset,
-        permute_entities: bool = False,
+        entity_ids: EntityIdPolicy = "first_occurrence",
         seed: int = 0,
         max_context_tokens: int | None = None,
     ) -> None:
         self.columns = columns
         self.num_entities = num_entities
         self.entity_offset = entity_offset
-        self.permute_entities = permute_entities
+        if entity_ids not in ENTITY_ID_POLICIES:
+            raise ValueError(
+                f"entity_ids must be one of {', '.join(ENTITY_ID_POLICIES)}, got {entity_ids!r}"
+            )
+        self.entity_ids = entity_ids
         self.seed = seed
         self.max_context_tokens = max_context_tokens
 
@@ -105,7 +112,7 @@ class EncodedSplit(Dataset):
     def __getitem__(self, key: int | tuple[int, int]) -> EncodedExample:
         epoch, index = key if isinstance(key, tuple) else (0, key)
         example = self.example(int(index))
-        if not self.permute_entities:
+        if self.entity_ids == "first_occurrence":
             return example
         rng = np.random.default_rng([self.seed, epoch, index])
         permutation = rng.permutation(self.num_entities)  # (e,) old entity k -> new entity

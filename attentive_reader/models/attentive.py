@@ -15,7 +15,6 @@ from attentive_reader.models.parts import (
 )
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
 from attentive_reader.nn.attention import ScorerName, build_scorer
-from attentive_reader.nn.masking import masked_softmax
 
 
 class AttentiveReader(PairReader):
@@ -66,8 +65,8 @@ class AttentiveReader(PairReader):
         """
         encoded = self.encode(batch)
         y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
-        scores = self.scorer.score(y_d, u)  # (b, n)
-        s = masked_softmax(scores, batch.context_mask)  # (b, n)
+        attention = self.scorer(y_d, u, batch.context_mask)  # scores, s: (b, n)
+        s = attention.weights  # (b, n)
         r = torch.bmm(s.unsqueeze(1), y_d).squeeze(1)  # (b, 2h)
-        given = AnswerInput(vector=r, query=u, weights=s, token_scores=scores)
+        given = AnswerInput(vector=r, query=u, weights=s, token_scores=attention.scores)
         return ReaderOutput(logits=self.answer_scores(batch, given), attention=s)  # (b, e), (b, n)

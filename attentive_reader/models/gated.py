@@ -14,9 +14,9 @@ from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import GatedExtras, ReaderOutput
 from attentive_reader.models.parts import check_choice
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
+from attentive_reader.nn.attention import Attention
 from attentive_reader.nn.dropout import Dropout
 from attentive_reader.nn.encoders import SequenceEncoder
-from attentive_reader.nn.masking import masked_softmax
 
 GateName = Literal["mul", "sum", "concat"]
 GATES: tuple[str, ...] = get_args(GateName)
@@ -49,7 +49,7 @@ def gated_attention(
     """
     scores = torch.bmm(document, query.transpose(1, 2))  # (b, n, m)
     mask = document_mask.bool().unsqueeze(2) & query_mask.bool().unsqueeze(1)  # (b, n, m)
-    alpha = masked_softmax(scores, mask)  # (b, n, m)
+    alpha = Attention.of(scores, mask).weights  # (b, n, m)
     attended = torch.bmm(alpha, query)  # (b, n, c): 0 on padded document rows
     if gate == "mul":
         gated = document * attended  # (b, n, c)
@@ -160,7 +160,7 @@ class GatedAttentionReader(ClozeReader):
         q, q_final = self.query_encoders[-1](y, batch.query_mask)  # (b, m, 2h), (b, 2h)
         u = placeholder_states(q, q_final, batch.query, batch.query_mask)  # (b, 2h)
         scores = torch.bmm(d, u.unsqueeze(-1)).squeeze(-1)  # (b, n)
-        s = masked_softmax(scores, batch.context_mask)  # (b, n)
+        s = Attention.of(scores, batch.context_mask).weights  # (b, n)
         b, n, m = d.shape[0], d.shape[1], q.shape[1]
         extras = GatedExtras(
             torch.stack(hop_attention, dim=1)  # (b, K - 1, n, m)

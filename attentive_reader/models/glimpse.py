@@ -32,7 +32,7 @@ from attentive_reader.models.parts import (
     check_choice,
 )
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
-from attentive_reader.nn.attention import ScorerName, build_scorer
+from attentive_reader.nn.attention import Attention, ScorerName, build_scorer
 from attentive_reader.nn.features import query_match as query_match_features
 from attentive_reader.nn.glimpse import (
     CoarseView,
@@ -50,7 +50,6 @@ from attentive_reader.nn.glimpse import (
     sampled_mask,
     support_mask,
 )
-from attentive_reader.nn.masking import masked_softmax
 
 GlimpseReadoutName = Literal["attend", "flatten"]
 SUPPORT_THRESHOLD = 1e-3  # a Gaussian filter weight above this counts as reading the token
@@ -267,7 +266,7 @@ class _GlimpseReader(PairReader):
         if self.glimpse_readout == "flatten":
             return self.flatten(glimpse.flatten(1)), None  # (b, 2h)
         every = torch.ones(glimpse.shape[:2], dtype=torch.bool, device=glimpse.device)  # (b, N)
-        a = self.scorer(glimpse, u, every)  # (b, N)
+        a = self.scorer(glimpse, u, every).weights  # (b, N)
         return torch.bmm(a.unsqueeze(1), glimpse).squeeze(1), a  # (b, 2h), (b, N)
 
 
@@ -410,7 +409,7 @@ class TransformerGlimpseReader(_GlimpseReader):
             # tokens' scores, not their mean (a C times flatter start).
             scores = self.coarse_chunk * self.coarse_scorer.score(view.states, v)  # (b, J)
             scores = scores.float() + self.match_weight * view.match  # (b, J)
-            chunk_weights = masked_softmax(scores, view.mask)  # (b, J)
+            chunk_weights = Attention.of(scores, view.mask).weights  # (b, J)
             centre = (chunk_weights * view.centres).sum(-1)  # (b,)
             stride = 2 * torch.sigmoid(raw[:, 1].float())  # (b,)
             values["chunk_attention"] = chunk_weights

@@ -4,16 +4,21 @@ Soft attention reads every token a little; this reader samples positions from a 
 the document, reads the chosen hidden states, and learns where to look from the reward of its
 answer with the score-function estimator (``nn/reinforce.py``). A straight-through
 Gumbel-softmax selection is available behind the same interface as a differentiable control.
+
+Each choice is a part made once in ``__init__``: how positions are drawn in training
+(``selection``) and in evaluation (``eval_mode``) is a ``Selector`` (``nn/selection.py``), the
+reward and the baseline are a ``Reward`` and a ``Baseline`` (``nn/reinforce.py``).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from attentive_reader.common.checks import check_positive
 from attentive_reader.data.batching import ClozeBatch
@@ -26,22 +31,56 @@ from attentive_reader.models.parts import (
     check_choice,
 )
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName, pointer_scores
-from attentive_reader.nn.attention import ScorerName, build_scorer
-from attentive_reader.nn.masking import mask_logits, masked_log_softmax, masked_softmax
+from attentive_reader.nn.attention import Attention, ScorerName, build_scorer
+from attentive_reader.nn.masking import mask_logits
 from attentive_reader.nn.reinforce import (
+    BASELINES,
+    REWARDS,
+    BaselineName,
     EntropySchedule,
     MovingAverageBaseline,
-    leave_one_out_baseline,
+    RewardName,
     policy_entropy,
     reinforce_loss,
 )
-from attentive_reader.nn.selection import Selection, SelectionStrategy, select_positions
+from attentive_reader.nn.selection import (
+    GreedySelector,
+    SampledSelector,
+    Selection,
+    SelectionStrategy,
+    Selector,
+    UniformSelector,
+    build_selector,
+)
 
-RewardName = Literal["log_likelihood", "correct"]
-BaselineName = Literal["none", "ema", "learned", "leave_one_out"]
 EvalModeName = Literal["greedy", "sample", "expected", "uniform"]
 EXPECTED_CHUNK = 64  # positions answered at once by eval_mode="expected" (bounds its memory)
 SelectionName = Literal["reinforce", "gumbel"]
+# How each selection draws its positions in training (nn/selection.py).
+TRAINING_DRAWS: dict[str, SelectionStrategy] = {"reinforce": "sample", "gumbel": "gumbel"}
+
+
+@dataclass(frozen=True)
+class EvalMode:
+    """How the reader reads in evaluation (``eval_mode``).
+
+    Attributes:
+        selector: how positions are chosen; a deterministic one once, any other
+            ``eval_samples`` times.
+        expected: answer with the average over every position under the policy
+            (``k = 1``) instead of over the draws; the draw only says what was ``selected``.
+    """
+
+    selector: Selector
+    expected: bool = False
+
+
+EVAL_MODES: dict[str, EvalMode] = {
+    "greedy": EvalMode(GreedySelector()),
+    "sample": EvalMode(SampledSelector()),
+    "expected": EvalMode(GreedySelector(), expected=True),  # selected: the top position
+    "uniform": EvalMode(UniformSelector()),
+}
 
 
 class HardAttentionReader(PairReader):
@@ -126,46 +165,29 @@ class HardAttentionReader(PairReader):
         **options: Any,
     ) -> None:
         super().__init__(**options)
-        check_choice("reward", reward, get_args(RewardName))
-        check_choice("baseline", baseline, get_args(BaselineName))
-        check_choice("eval_mode", eval_mode, get_args(EvalModeName))
-        check_choice("selection", selection, get_args(SelectionName))
+        _check_options(
+            reward=reward,
+            baseline=baseline,
+            selection=selection,
+            value_weight=value_weight,
+            policy_supervision=policy_supervision,
+            gumbel_temperature=gumbel_temperature,
+        )
         check_positive(k=k, num_samples=num_samples, eval_samples=eval_samples)
-        if baseline == "leave_one_out" and num_samples < 2:
-            raise ValueError(
-                "baseline='leave_one_out' needs num_samples >= 2 (it averages the rewards of "
-                f"the other samples of each example), got num_samples={num_samples}"
-            )
-        if selection == "gumbel" and baseline != "none":
-            raise ValueError(
-                "selection='gumbel' trains the policy through the straight-through gradient, "
-                f"without a baseline: set baseline='none' (got {baseline!r})"
-            )
-        if eval_mode == "expected" and k != 1:
-            raise ValueError(
-                "eval_mode='expected' averages over single positions and needs k=1 (over k "
-                f"positions there are too many selections to sum), got k={k}; use "
-                "eval_mode='sample' for k > 1"
-            )
-        if value_weight < 0:
-            raise ValueError(f"value_weight must be >= 0, got {value_weight}")
-        if gumbel_temperature <= 0:
-            raise ValueError(f"gumbel_temperature must be > 0, got {gumbel_temperature}")
-        if policy_supervision < 0:
-            raise ValueError(f"policy_supervision must be >= 0, got {policy_supervision}")
         self.policy_supervision = policy_supervision
         self.k = k
         self.replacement = replacement
         self.num_samples = num_samples
-        self.reward_name = reward
-        self.baseline_name = baseline
         self.value_weight = value_weight
-        self.eval_mode = eval_mode
         self.eval_samples = eval_samples
-        self.selection = selection
-        self.gumbel_temperature = gumbel_temperature
+        self.eval_mode = eval_mode  # checked, and its EvalMode chosen (the property)
         self.entropy_schedule = EntropySchedule(entropy_bonus, entropy_decay)
+        # The moving average's state is saved whatever the baseline, so that checkpoints of
+        # every baseline hold the same keys; only baseline="ema" reads it.
         self.moving_average = MovingAverageBaseline(baseline_decay)
+        self.reward = REWARDS[reward]()
+        self.baseline = BASELINES[baseline](self.moving_average, num_samples)
+        self.train_selector = build_selector(TRAINING_DRAWS[selection], gumbel_temperature)
 
         states = self.encoders.output_dim  # 2h
         self.scorer = build_scorer(scorer, states, states, attention_dim)
@@ -175,86 +197,99 @@ class HardAttentionReader(PairReader):
             states,
             why=" (it reads k sampled positions; the soft policy would make it a soft reader)",
         )
-        self.value_head = (
-            nn.Sequential(nn.Linear(2 * states, states), nn.Tanh(), nn.Linear(states, 1))
-            if baseline == "learned"
-            else None
-        )
+        # V(u, mean y_d) for baseline="learned", on the detached query and mean document state.
+        self.value_head = self.baseline.value_head(2 * states, states)
+
+    @property
+    def eval_mode(self) -> EvalModeName:
+        """How the reader reads in evaluation; setting it chooses its ``EvalMode``."""
+        return self._eval_mode
+
+    @eval_mode.setter
+    def eval_mode(self, name: EvalModeName) -> None:
+        check_choice("eval_mode", name, get_args(EvalModeName))
+        if name == "expected" and self.k != 1:
+            raise ValueError(
+                "eval_mode='expected' averages over single positions and needs k=1 (over k "
+                f"positions there are too many selections to sum), got k={self.k}; use "
+                "eval_mode='sample' for k > 1"
+            )
+        self._eval_mode = name
+        self.evaluation = EVAL_MODES[name]
 
     # --- reading -------------------------------------------------------------------------
 
     def forward(self, batch: ClozeBatch) -> ReaderOutput:
         """Read a batch (letters as in ``ClozeBatch``; ``s`` samples, ``k`` positions).
 
-        In training mode, ``num_samples`` selections are drawn per example (sampled, or
-        Gumbel-softmax); in evaluation mode ``eval_mode`` decides. ``logits`` are the
-        candidate-masked log of the answer distribution averaged over the samples (with one
-        sample: that sample's logits).
+        In training mode, ``num_samples`` selections are drawn per example (``selection``);
+        in evaluation mode ``eval_mode`` decides. ``logits`` are the candidate-masked log of
+        the answer distribution averaged over the samples (with one sample: that sample's
+        logits).
         """
         mask = batch.context_mask  # (b, n)
         encoded = self.encode(batch)
         y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
-        scores = self.scorer.score(y_d, u).float()  # (b, n)
-        log_policy = masked_log_softmax(scores, mask)  # (b, n)
-        policy = masked_softmax(scores, mask)  # (b, n)
+        # In float32 under any autocast: sampling and REINFORCE read its log-probabilities.
+        policy = Attention.of(self.scorer.score(y_d, u).float(), mask)  # pi: (b, n)
+        log_policy = policy.log_weights()  # (b, n)
 
-        strategy, samples = self._strategy()
-        b, n = mask.shape
-        flat_log_policy = log_policy.repeat_interleave(samples, dim=0)  # (b*s, n)
-        flat_mask = mask.repeat_interleave(samples, dim=0)  # (b*s, n)
-        if strategy == "uniform":  # ignore the policy: every real token equally likely
-            flat_log_policy = masked_log_softmax(torch.zeros_like(flat_log_policy), flat_mask)
-            strategy = "sample"
-        chosen: Selection = select_positions(
-            flat_log_policy,
-            flat_mask,
+        selector, samples = self._reading()
+        chosen: Selection = selector.draw(
+            log_policy.repeat_interleave(samples, dim=0),  # (b*s, n)
+            mask.repeat_interleave(samples, dim=0),  # (b*s, n)
             self.k,
-            strategy=strategy,
             replacement=self.replacement,
-            temperature=self.gumbel_temperature,
         )
-        weights = chosen.weights.to(y_d.dtype).view(b, samples, n)  # (b, s, n)
-        r = torch.bmm(weights, y_d).flatten(0, 1)  # (b*s, 2h): the mean of the chosen states
-        flat_u = u.repeat_interleave(samples, dim=0)  # (b*s, 2h)
-        candidates = batch.candidates.repeat_interleave(samples, dim=0)  # (b*s, e)
-        given = AnswerInput(vector=r, query=flat_u, weights=weights)
-        sample_logits = self.answer_scores(batch, given, candidates)  # (b*s, e)
-        sample_logits = sample_logits.view(b, samples, -1)  # (b, s, e)
-        if strategy == "greedy" and self.eval_mode == "expected":
+        sample_logits = self._answer_samples(batch, chosen, y_d, u, samples)  # (b, s, e)
+        if not self.training and self.evaluation.expected:
             logits = self._expected_logits(batch, y_d, u, log_policy)  # (b, e)
             sample_logits = logits.unsqueeze(1)  # (b, 1, e): the one "reading" reported
-        elif samples == 1:
-            logits = sample_logits[:, 0]  # (b, e)
-        else:  # log of the mean answer distribution over the samples
-            log_mean = torch.logsumexp(sample_logits.float().log_softmax(-1), 1) - math.log(samples)
-            logits = mask_logits(log_mean, batch.candidates)  # (b, e)
+        else:
+            logits = _mean_answer(sample_logits, batch.candidates)  # (b, e)
 
+        b, n = mask.shape
         positions = chosen.positions.masked_fill(~chosen.valid, -1).view(b, samples, self.k)
-        value = None
-        if self.value_head is not None:
-            lengths = mask.sum(1, keepdim=True).clamp_min(1).to(y_d.dtype)  # (b, 1)
-            mean_state = y_d.sum(1) / lengths  # (b, 2h); y_d is 0 on padding
-            features = torch.cat([u, mean_state], dim=-1).detach()  # (b, 4h)
-            value = self.value_head(features).squeeze(-1).float()  # (b,)
         extras = HardExtras(
             policy_log_prob=chosen.log_prob.view(b, samples),  # (b, s)
             sample_logits=sample_logits,  # (b, s, e)
             samples_selected=positions,  # (b, s, k)
             entropy=policy_entropy(log_policy, mask),  # (b,)
-            policy_scores=scores,  # (b, n) the policy's unnormalised log-weights
-            value=value,
+            policy_scores=policy.scores,  # (b, n) the policy's unnormalised log-weights
+            value=self._value(y_d, u, mask),  # (b,) | None
         )
         return ReaderOutput(
-            logits=logits, attention=policy, selected=positions[:, 0], extras=extras
+            logits=logits, attention=policy.weights, selected=positions[:, 0], extras=extras
         )
 
-    def _strategy(self) -> tuple[SelectionStrategy | Literal["uniform"], int]:
-        """The selection strategy and the number of samples for the current mode."""
+    def _reading(self) -> tuple[Selector, int]:
+        """How positions are drawn now, and how many selections per example."""
         if self.training:
-            return ("gumbel" if self.selection == "gumbel" else "sample"), self.num_samples
-        if self.eval_mode in ("greedy", "expected"):  # expected: selected = the top position
-            return "greedy", 1
-        return self.eval_mode, self.eval_samples
+            return self.train_selector, self.num_samples
+        selector = self.evaluation.selector
+        return selector, 1 if selector.deterministic else self.eval_samples
+
+    def _answer_samples(
+        self, batch: ClozeBatch, chosen: Selection, y_d: Tensor, u: Tensor, samples: int
+    ) -> Tensor:
+        """The candidate-masked answer logits (b, s, e) of each selection's reading
+        ``r = mean_j y_d(t_j)``."""
+        b, n, _ = y_d.shape
+        weights = chosen.weights.to(y_d.dtype).view(b, samples, n)  # (b, s, n)
+        r = torch.bmm(weights, y_d).flatten(0, 1)  # (b*s, 2h): the mean of the chosen states
+        flat_u = u.repeat_interleave(samples, dim=0)  # (b*s, 2h)
+        candidates = batch.candidates.repeat_interleave(samples, dim=0)  # (b*s, e)
+        given = AnswerInput(vector=r, query=flat_u, weights=weights)
+        return self.answer_scores(batch, given, candidates).view(b, samples, -1)  # (b, s, e)
+
+    def _value(self, y_d: Tensor, u: Tensor, mask: Tensor) -> Tensor | None:
+        """The value head's prediction of the reward (b,), or None without a value head."""
+        if self.value_head is None:
+            return None
+        lengths = mask.sum(1, keepdim=True).clamp_min(1).to(y_d.dtype)  # (b, 1)
+        mean_state = y_d.sum(1) / lengths  # (b, 2h); y_d is 0 on padding
+        features = torch.cat([u, mean_state], dim=-1).detach()  # (b, 4h)
+        return self.value_head(features).squeeze(-1).float()  # (b,)
 
     def _expected_logits(
         self, batch: ClozeBatch, y_d: Tensor, u: Tensor, log_policy: Tensor
@@ -314,19 +349,10 @@ class HardAttentionReader(PairReader):
             loss = loss + self.policy_supervision * supervision
             logged["policy_supervision_loss"] = supervision.detach()
 
-        if self.selection == "reinforce":
-            baseline = self._baseline(reward, extras)  # broadcastable to (b, s)
-            loss = loss + reinforce_loss(extras.policy_log_prob, reward, baseline)
-            advantage = reward - baseline
-            if extras.value is not None:
-                value_loss = (extras.value.unsqueeze(1) - reward).pow(2).mean()
-                loss = loss + self.value_weight * value_loss
-                logged["value_loss"] = value_loss.detach()
-            logged |= {
-                "reward": reward.mean(),
-                "baseline": torch.as_tensor(baseline, dtype=reward.dtype).float().mean(),
-                "advantage_var": advantage.var(unbiased=False),
-            }
+        if not self.train_selector.differentiable:  # the policy learns by REINFORCE
+            policy_loss, policy_logged = self._reinforce(reward, extras)
+            loss = loss + policy_loss
+            logged |= policy_logged
 
         entropy = extras.entropy.mean()
         weight = self.entropy_schedule(self.global_step)
@@ -336,6 +362,22 @@ class HardAttentionReader(PairReader):
         logged = {f"train_{name}": value for name, value in logged.items()}
         self.log_dict(logged, on_step=True, on_epoch=False, sync_dist=True, batch_size=len(batch))
         return loss
+
+    def _reinforce(self, reward: Tensor, extras: HardExtras) -> tuple[Tensor, dict[str, Tensor]]:
+        """The REINFORCE term with the baseline (+ the value head's MSE, weighted), and the
+        figures it logs (``reward``, ``baseline``, ``advantage_var``, ``value_loss``)."""
+        baseline = self.baseline(reward, extras.value)  # broadcastable to (b, s)
+        loss = reinforce_loss(extras.policy_log_prob, reward, baseline)
+        logged = {
+            "reward": reward.mean(),
+            "baseline": torch.as_tensor(baseline, dtype=reward.dtype).float().mean(),
+            "advantage_var": (reward - baseline).var(unbiased=False),
+        }
+        if extras.value is not None:  # fit the value head that predicts the reward
+            value_loss = (extras.value.unsqueeze(1) - reward).pow(2).mean()
+            loss = loss + self.value_weight * value_loss
+            logged["value_loss"] = value_loss.detach()
+        return loss, logged
 
     def rewards(self, sample_logits: Tensor, answer: Tensor) -> tuple[Tensor, Tensor]:
         """The reward of each sampled reading and its cross-entropy.
@@ -354,21 +396,39 @@ class HardAttentionReader(PairReader):
         nll = F.cross_entropy(
             sample_logits.reshape(b * samples, e), answer.reshape(-1), reduction="none"
         ).view(b, samples)  # (b, s)
-        if self.reward_name == "log_likelihood":
-            reward = -nll.detach()
-        else:
-            reward = (sample_logits.argmax(-1) == answer).to(nll.dtype)
-        return reward, nll
+        return self.reward(sample_logits, answer), nll
 
-    def _baseline(self, reward: Tensor, extras: HardExtras) -> Tensor:
-        """The configured baseline for ``reward`` (b, s), detached, broadcastable to it."""
-        if self.baseline_name == "ema":
-            value = self.moving_average().to(reward.dtype)  # before seeing this batch
-            self.moving_average.update(reward)
-            return value
-        if self.baseline_name == "learned":
-            assert extras.value is not None  # the learned baseline has a value head
-            return extras.value.detach().unsqueeze(1)  # (b, 1)
-        if self.baseline_name == "leave_one_out":
-            return leave_one_out_baseline(reward)  # (b, s)
-        return torch.zeros((), dtype=reward.dtype, device=reward.device)
+
+def _check_options(
+    *,
+    reward: str,
+    baseline: str,
+    selection: str,
+    value_weight: float,
+    policy_supervision: float,
+    gumbel_temperature: float,
+) -> None:
+    """Raise a ``ValueError`` saying what to set for an option the reader cannot take."""
+    check_choice("reward", reward, get_args(RewardName))
+    check_choice("baseline", baseline, get_args(BaselineName))
+    check_choice("selection", selection, get_args(SelectionName))
+    if selection == "gumbel" and baseline != "none":
+        raise ValueError(
+            "selection='gumbel' trains the policy through the straight-through gradient, "
+            f"without a baseline: set baseline='none' (got {baseline!r})"
+        )
+    for name, value in (("value_weight", value_weight), ("policy_supervision", policy_supervision)):
+        if value < 0:
+            raise ValueError(f"{name} must be >= 0, got {value}")
+    if gumbel_temperature <= 0:
+        raise ValueError(f"gumbel_temperature must be > 0, got {gumbel_temperature}")
+
+
+def _mean_answer(sample_logits: Tensor, candidates: Tensor) -> Tensor:
+    """The candidate-masked log of the answer distribution averaged over the samples, (b, e),
+    from each sample's logits (b, s, e); one sample's logits as they are."""
+    samples = sample_logits.shape[1]
+    if samples == 1:
+        return sample_logits[:, 0]  # (b, e)
+    log_mean = torch.logsumexp(sample_logits.float().log_softmax(-1), 1) - math.log(samples)
+    return mask_logits(log_mean, candidates)  # (b, e)

@@ -11,7 +11,7 @@ from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.parts import PairReader, Readout, ReadoutName
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
-from attentive_reader.nn.masking import masked_softmax
+from attentive_reader.nn.attention import Attention
 
 
 class UniformReader(PairReader):
@@ -54,8 +54,8 @@ class UniformReader(PairReader):
         """
         encoded = self.encode(batch)
         y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
-        # Equal scores: the masked softmax makes them uniform over the real tokens.
-        s = masked_softmax(y_d.new_zeros(y_d.shape[:2]), batch.context_mask)  # (b, n)
+        # Equal scores: their attention is uniform over the real tokens.
+        s = Attention.of(y_d.new_zeros(y_d.shape[:2]), batch.context_mask).weights  # (b, n)
         r = torch.bmm(s.unsqueeze(1), y_d).squeeze(1)  # (b, 2h): the mean state
         given = AnswerInput(vector=r, query=u, weights=s)
         return ReaderOutput(self.answer_scores(batch, given), attention=s)  # (b, e), (b, n)

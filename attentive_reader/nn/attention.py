@@ -1,35 +1,40 @@
 """Attention scorers: one base class owns masking and the softmax, each scorer only scores.
 
 Letters: ``b`` batch, ``n`` number of keys (context tokens), ``dk`` key size, ``dq`` query
-size, ``a`` the additive scorer's hidden size.
+size, ``a`` the additive scorer's hidden size, ``s`` queries scored at once.
 
 - ``additive``: ``w^T tanh(W_d y_d(t) + W_q u)``, the Attentive Reader's (Hermann et al. 2015).
 - ``dot``: ``y_d(t)^T u`` (no parameters; needs ``dk == dq``).
 - ``cosine``: ``c cos(y_d(t), u)`` with a learned scale ``c`` (needs ``dk == dq``).
 - ``bilinear``: ``y_d(t)^T W u`` (Chen et al. 2016).
 
-Attention weights are ``masked_softmax(score, mask)`` over the keys: padding gets exactly 0
-and a row without real keys gets all zeros.
+Calling a scorer, ``scorer(keys, query, mask)``, gives an :class:`Attention`: the raw scores
+and the weights ``masked_softmax(scores, mask)`` over the keys (padding gets exactly 0, a row
+without real keys all zeros), so a reader never normalises scores itself; a reader whose
+scores need no module (the Gated-Attention Reader's dot products) calls ``Attention.of``.
 
 "Project keys once, score many queries": a reader that scores several queries against the
 same keys (the Impatient Reader's query steps) calls ``prepared = scorer.prepare(keys)`` once
-and ``scorer.score_prepared(prepared, query)`` per query, or passes all queries at once as a
-(b, s, dq) tensor. ``prepare`` does the work that depends on the keys alone (the additive
-scorer's ``W_d y_d``, the cosine's key norms); ``score`` is ``score_prepared(prepare(keys),
-query)``, so both paths compute the same numbers.
+and ``scorer.attend(prepared, query, mask)`` (or ``score_prepared`` for raw scores) per
+query, or passes all queries at once as a (b, s, dq) tensor. ``prepare`` does the work that
+depends on the keys alone (the additive scorer's ``W_d y_d``, the cosine's key norms);
+``score`` is ``score_prepared(prepare(keys), query)``, so both paths compute the same numbers.
+
+Every scorer is made the same way, ``cls(key_dim, query_dim, attention_dim=None)``, and
+:func:`build_scorer` makes the one of a name (``SCORERS``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import ClassVar, Literal, get_args
 
 import torch
 from torch import Tensor, nn
 
 from attentive_reader.common.checks import check_positive
-from attentive_reader.nn.masking import masked_softmax
+from attentive_reader.nn.masking import masked_log_softmax, masked_softmax
 
 ScorerName = Literal["additive", "dot", "cosine", "bilinear"]
 SCORER_NAMES: tuple[str, ...] = get_args(ScorerName)
@@ -48,18 +53,50 @@ class PreparedKeys:
     keys: Tensor
 
 
-class AttentionScorer(nn.Module):
-    """Base class: scores every key against one query, then normalises with a masked softmax.
+@dataclass(frozen=True)
+class Attention:
+    """What a scorer gives a reader: its raw scores and the masked weights over the keys.
 
-    Subclasses implement :meth:`score_prepared` and, when some work depends on the keys
-    alone, :meth:`prepare`.
+    Attributes:
+        scores: unnormalised scores, (b, n) or (b, s, n); what the ``pointer`` answer layer
+            reads.
+        weights: ``masked_softmax(scores, mask)``, the same shape: rows sum to 1 over real
+            keys, padding holds exactly 0, a row without a real key is all 0.
+        mask: True on real keys, broadcastable to ``scores``.
+    """
+
+    scores: Tensor
+    weights: Tensor
+    mask: Tensor
+
+    @classmethod
+    def of(cls, scores: Tensor, mask: Tensor) -> Attention:
+        """The attention of ``scores`` (..., n) over the real keys of ``mask`` (broadcastable):
+        the one place where scores become weights."""
+        return cls(scores, masked_softmax(scores, mask), mask)
+
+    def log_weights(self) -> Tensor:
+        """``log weights`` (``masked_log_softmax``): finite, the dtype's minimum on padding."""
+        return masked_log_softmax(self.scores, self.mask)
+
+
+class AttentionScorer(nn.Module):
+    """Base class: scores every key against a query, then normalises with a masked softmax.
+
+    Subclasses set :attr:`name`, implement :meth:`score_prepared` and, when some work depends
+    on the keys alone, :meth:`prepare`. Their constructors take ``(key_dim, query_dim,
+    attention_dim=None)``; a scorer without a hidden layer ignores ``attention_dim``.
 
     Args:
         key_dim: size ``dk`` of each key vector.
         query_dim: size ``dq`` of the query vector.
+        attention_dim: hidden size ``a`` (only the additive scorer has one).
     """
 
-    def __init__(self, key_dim: int, query_dim: int) -> None:
+    #: The name of the scorer in configs (``scorer``).
+    name: ClassVar[str]
+
+    def __init__(self, key_dim: int, query_dim: int, attention_dim: int | None = None) -> None:
         super().__init__()
         check_positive(key_dim=key_dim)
         check_positive(query_dim=query_dim)
@@ -94,19 +131,34 @@ class AttentionScorer(nn.Module):
         """
         return self.score_prepared(self.prepare(keys), query)
 
-    def forward(self, keys: Tensor, query: Tensor, mask: Tensor) -> Tensor:
-        """Attention weights over the keys.
+    def attend(self, prepared: PreparedKeys, query: Tensor, mask: Tensor) -> Attention:
+        """Scores and masked weights of prepared keys (:meth:`prepare`).
+
+        Args:
+            prepared: from :meth:`prepare`.
+            query: (b, dq), or (b, s, dq).
+            mask: True on real keys, (b, n) (the same keys for every query), or (b, s, n).
+
+        Returns:
+            The :class:`Attention`, its tensors (b, n) or (b, s, n).
+        """
+        scores = self.score_prepared(prepared, query)  # (b, n) | (b, s, n)
+        if query.dim() == 3 and mask.dim() == 2:
+            mask = mask.unsqueeze(1)  # (b, 1, n): every query reads the same keys
+        return Attention.of(scores, mask)
+
+    def forward(self, keys: Tensor, query: Tensor, mask: Tensor) -> Attention:
+        """Attention over the keys: ``attend(prepare(keys), query, mask)``.
 
         Args:
             keys: (b, n, dk).
-            query: (b, dq).
-            mask: True on real keys, (b, n).
+            query: (b, dq), or (b, s, dq).
+            mask: True on real keys, (b, n), or (b, s, n).
 
         Returns:
-            (b, n) weights: rows sum to 1 over real keys, padding holds exactly 0, rows without
-            a real key are all 0.
+            The :class:`Attention`: ``scores`` and ``weights`` (b, n) or (b, s, n).
         """
-        return masked_softmax(self.score(keys, query), mask)  # (b, n)
+        return self.attend(self.prepare(keys), query, mask)
 
 
 class AdditiveScorer(AttentionScorer):
@@ -115,11 +167,14 @@ class AdditiveScorer(AttentionScorer):
     Args:
         key_dim: size ``dk`` of each key vector.
         query_dim: size ``dq`` of the query vector.
-        attention_dim: hidden size ``a`` of the tanh layer.
+        attention_dim: hidden size ``a`` of the tanh layer (default ``key_dim``).
     """
 
-    def __init__(self, key_dim: int, query_dim: int, attention_dim: int) -> None:
+    name = "additive"
+
+    def __init__(self, key_dim: int, query_dim: int, attention_dim: int | None = None) -> None:
         super().__init__(key_dim, query_dim)
+        attention_dim = key_dim if attention_dim is None else attention_dim
         check_positive(attention_dim=attention_dim)
         self.key_proj = nn.Linear(key_dim, attention_dim, bias=False)  # W_d
         self.query_proj = nn.Linear(query_dim, attention_dim, bias=False)  # W_q
@@ -139,7 +194,9 @@ class AdditiveScorer(AttentionScorer):
 class DotScorer(AttentionScorer):
     """Dot product ``y_d(t)^T u``; keys and query must have the same size."""
 
-    def __init__(self, key_dim: int, query_dim: int) -> None:
+    name = "dot"
+
+    def __init__(self, key_dim: int, query_dim: int, attention_dim: int | None = None) -> None:
         super().__init__(key_dim, query_dim)
         _check_same_dims("dot", key_dim, query_dim)
 
@@ -154,13 +211,28 @@ class CosineScorer(AttentionScorer):
     ``e^2`` between the best and the worst key); the learned scale ``c`` (initially 10,
     stored as its logarithm, as in Swin Transformer V2's scaled cosine attention) lifts that
     cap. Zero vectors score 0.
+
+    Args:
+        key_dim: size ``dk`` of each key vector.
+        query_dim: size ``dq`` of the query vector (``== dk``).
+        attention_dim: unused (no hidden layer).
+        initial_scale: the scale ``c`` before training, > 0.
     """
 
-    def __init__(self, key_dim: int, query_dim: int, initial_scale: float = 10.0) -> None:
+    name = "cosine"
+
+    def __init__(
+        self,
+        key_dim: int,
+        query_dim: int,
+        attention_dim: int | None = None,
+        *,
+        initial_scale: float = 10.0,
+    ) -> None:
         super().__init__(key_dim, query_dim)
         _check_same_dims("cosine", key_dim, query_dim)
         if initial_scale <= 0:
-            raise ValueError(f"initial_scale must be positive, got {initial_scale}")
+            raise ValueError(f"initial_scale must be positive (try 10), got {initial_scale}")
         self.log_scale = nn.Parameter(torch.tensor(math.log(initial_scale)))
 
     def prepare(self, keys: Tensor) -> PreparedKeys:
@@ -180,9 +252,12 @@ class BilinearScorer(AttentionScorer):
     Args:
         key_dim: size ``dk`` of each key vector.
         query_dim: size ``dq`` of the query vector.
+        attention_dim: unused (no hidden layer).
     """
 
-    def __init__(self, key_dim: int, query_dim: int) -> None:
+    name = "bilinear"
+
+    def __init__(self, key_dim: int, query_dim: int, attention_dim: int | None = None) -> None:
         super().__init__(key_dim, query_dim)
         self.weight = nn.Linear(query_dim, key_dim, bias=False)  # W: (dk, dq)
 
@@ -215,7 +290,7 @@ def _check_same_dims(name: str, key_dim: int, query_dim: int) -> None:
 def build_scorer(
     name: ScorerName, key_dim: int, query_dim: int, attention_dim: int | None = None
 ) -> AttentionScorer:
-    """Build a scorer by name.
+    """The scorer called ``name`` (``SCORERS``).
 
     Args:
         name: one of ``additive``, ``dot``, ``cosine``, ``bilinear``.
@@ -227,14 +302,11 @@ def build_scorer(
     Raises:
         ValueError: for an unknown name, or dot/cosine with different sizes.
     """
-    if name == "additive":
-        return AdditiveScorer(
-            key_dim, query_dim, key_dim if attention_dim is None else attention_dim
-        )
-    if name == "dot":
-        return DotScorer(key_dim, query_dim)
-    if name == "cosine":
-        return CosineScorer(key_dim, query_dim)
-    if name == "bilinear":
-        return BilinearScorer(key_dim, query_dim)
-    raise ValueError(f"unknown scorer {name!r}; choose one of {', '.join(SCORER_NAMES)}")
+    if name not in SCORERS:
+        raise ValueError(f"unknown scorer {name!r}; choose one of {', '.join(SCORER_NAMES)}")
+    return SCORERS[name](key_dim, query_dim, attention_dim)
+
+
+SCORERS: dict[str, type[AttentionScorer]] = {
+    scorer.name: scorer for scorer in (AdditiveScorer, DotScorer, CosineScorer, BilinearScorer)
+}

@@ -6,24 +6,37 @@ not depend on ``a`` (Williams 1992). :func:`reinforce_loss` is the surrogate who
 the negative of that estimate; reward and baseline are detached inside it, so no gradient ever
 flows into either of them through the policy term.
 
-Baselines offered here:
+Baselines offered here, each a :class:`Baseline` (one call: the baseline of a batch's
+rewards) in ``BASELINES``:
 
-- :class:`MovingAverageBaseline`: an exponential moving average of past mean rewards.
-- :func:`leave_one_out_baseline`: with ``s >= 2`` samples per example, sample ``i``'s baseline
-  is the mean reward of the other ``s - 1`` samples (Kool et al. 2019, "Buy 4 REINFORCE
-  samples, get a baseline for free"); unbiased because the other samples are independent of
-  sample ``i``.
-- A learned baseline (a value head fitted by MSE) lives in the model that owns the features
-  it reads; :func:`reinforce_loss` detaches its prediction.
+- ``none``: 0.
+- ``ema``: an exponential moving average of past mean rewards (:class:`MovingAverageBaseline`).
+- ``learned``: a value head's prediction, fitted by MSE; the head lives in the model that owns
+  the features it reads (:meth:`Baseline.value_head` builds it), and its prediction is detached.
+- ``leave_one_out``: with ``s >= 2`` samples per example, sample ``i``'s baseline is the mean
+  reward of the other ``s - 1`` samples (:func:`leave_one_out_baseline`; Kool et al. 2019, "Buy
+  4 REINFORCE samples, get a baseline for free"); unbiased because the other samples are
+  independent of sample ``i``.
+
+Rewards of a sampled reading's answer, each a :class:`Reward` in ``REWARDS``:
+``log_likelihood`` (``log p(answer)``) and ``correct`` (``1[argmax = answer]``).
 
 :class:`EntropySchedule` gives the weight of an entropy bonus that decays with the training
 step, and :func:`policy_entropy` the entropy of a masked categorical policy.
+
+Letters: ``b`` batch, ``s`` samples per example, ``e`` answer choices (entity ids).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar, Literal
+
 import torch
 from torch import Tensor, nn
+
+RewardName = Literal["log_likelihood", "correct"]
+BaselineName = Literal["none", "ema", "learned", "leave_one_out"]
 
 
 def reinforce_loss(log_prob: Tensor, reward: Tensor, baseline: Tensor | float = 0.0) -> Tensor:
@@ -166,3 +179,132 @@ def policy_entropy(log_probs: Tensor, mask: Tensor) -> Tensor:
     log_probs = torch.where(mask, log_probs, torch.zeros_like(log_probs))
     terms = log_probs.exp() * log_probs  # (..., n)
     return -torch.where(mask, terms, torch.zeros_like(terms)).sum(dim=-1)
+
+
+class Reward:
+    """The reward of each sampled reading, from its answer scores: one call."""
+
+    #: The reward's name in configs (``reward``).
+    name: ClassVar[str]
+
+    def __call__(self, logits: Tensor, answer: Tensor) -> Tensor:
+        """Detached rewards (b, s) of answer ``logits`` (b, s, e) for the ``answer`` ids (b, s)."""
+        raise NotImplementedError
+
+
+class LogLikelihoodReward(Reward):
+    """``log p(answer)`` under the softmax of the logits: dense, every sample is graded."""
+
+    name = "log_likelihood"
+
+    def __call__(self, logits: Tensor, answer: Tensor) -> Tensor:
+        log_probs = logits.detach().log_softmax(-1)  # (b, s, e)
+        return log_probs.gather(-1, answer.unsqueeze(-1)).squeeze(-1)  # (b, s)
+
+
+class CorrectReward(Reward):
+    """``1[argmax logits = answer]``: the 0/1 reward of accuracy."""
+
+    name = "correct"
+
+    def __call__(self, logits: Tensor, answer: Tensor) -> Tensor:
+        return (logits.detach().argmax(-1) == answer).to(logits.dtype)  # (b, s)
+
+
+REWARDS: dict[str, type[Reward]] = {
+    reward.name: reward for reward in (LogLikelihoodReward, CorrectReward)
+}
+
+
+class Baseline:
+    """A REINFORCE baseline: ``b`` for each sample's reward, independent of its own action.
+
+    One call gives the baseline of a batch's rewards; a baseline that a model must fit
+    (``learned``) also builds that model (:meth:`value_head`) and reads its prediction.
+    """
+
+    #: The baseline's name in configs (``baseline``).
+    name: ClassVar[str]
+
+    def __call__(self, reward: Tensor, value: Tensor | None = None) -> Tensor:
+        """The detached baseline for ``reward`` (b, s), broadcastable to it.
+
+        Args:
+            reward: the rewards of the batch's samples, (b, s).
+            value: the value head's prediction (b,), for a baseline that has one.
+        """
+        raise NotImplementedError
+
+    def value_head(self, input_dim: int, hidden_dim: int) -> nn.Module | None:
+        """The model this baseline predicts the reward with (None: it needs none)."""
+        return None
+
+
+class NoBaseline(Baseline):
+    """``b = 0``: plain REINFORCE."""
+
+    name = "none"
+
+    def __call__(self, reward: Tensor, value: Tensor | None = None) -> Tensor:
+        return torch.zeros((), dtype=reward.dtype, device=reward.device)
+
+
+class EmaBaseline(Baseline):
+    """The moving average of past mean rewards, read before this batch updates it.
+
+    Args:
+        average: the average's state, owned (and saved) by the model.
+    """
+
+    name = "ema"
+
+    def __init__(self, average: MovingAverageBaseline) -> None:
+        self.average = average
+
+    def __call__(self, reward: Tensor, value: Tensor | None = None) -> Tensor:
+        baseline = self.average().to(reward.dtype)  # before seeing this batch
+        self.average.update(reward)
+        return baseline
+
+
+class LearnedBaseline(Baseline):
+    """A value head's prediction of the reward, ``V`` (b,) -> (b, 1); the model fits it by MSE."""
+
+    name = "learned"
+
+    def __call__(self, reward: Tensor, value: Tensor | None = None) -> Tensor:
+        if value is None:
+            raise ValueError("the learned baseline needs the value head's prediction (value=)")
+        return value.detach().unsqueeze(1)  # (b, 1)
+
+    def value_head(self, input_dim: int, hidden_dim: int) -> nn.Module:
+        return nn.Sequential(nn.Linear(input_dim, hidden_dim), nn.Tanh(), nn.Linear(hidden_dim, 1))
+
+
+class LeaveOneOutBaseline(Baseline):
+    """Each sample's baseline is the mean reward of its example's other samples.
+
+    Args:
+        num_samples: samples drawn per example, >= 2.
+    """
+
+    name = "leave_one_out"
+
+    def __init__(self, num_samples: int) -> None:
+        if num_samples < 2:
+            raise ValueError(
+                "baseline='leave_one_out' needs num_samples >= 2 (it averages the rewards of "
+                f"the other samples of each example), got num_samples={num_samples}"
+            )
+
+    def __call__(self, reward: Tensor, value: Tensor | None = None) -> Tensor:
+        return leave_one_out_baseline(reward)  # (b, s)
+
+
+# How each baseline is made from the moving average's state and the samples per example.
+BASELINES: dict[str, Callable[[MovingAverageBaseline, int], Baseline]] = {
+    "none": lambda average, num_samples: NoBaseline(),
+    "ema": lambda average, num_samples: EmaBaseline(average),
+    "learned": lambda average, num_samples: LearnedBaseline(),
+    "leave_one_out": lambda average, num_samples: LeaveOneOutBaseline(num_samples),
+}

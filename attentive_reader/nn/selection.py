@@ -8,7 +8,7 @@ never chosen: their perturbed scores are ``-inf`` before any arg-max or top-k. A
 than k valid positions (without replacement) or with none at all gets invalid slots, which
 carry no weight and no log-probability.
 
-Strategies:
+Strategies, each a :class:`Selector` (one method, ``draw``) in ``SELECTORS``:
 
 - ``"sample"``: k draws from the policy, with replacement (k independent categorical draws) or
   without (the Gumbel-top-k trick, an exact sample of the sequential draw without
@@ -17,21 +17,24 @@ Strategies:
 - ``"gumbel"``: the straight-through Gumbel-softmax (Jang et al. 2017): the forward pass reads
   the hard sample, the backward pass differentiates the relaxed ``softmax((log p + g) / tau)``.
   A differentiable control for REINFORCE.
+- ``"uniform"``: ``"sample"`` from the uniform policy over the valid positions, whatever the
+  given one: the control that shows what a learned selection adds.
 
 Letters: ``b`` batch, ``n`` positions, ``k`` positions chosen per row.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 from torch import Tensor
 
-from attentive_reader.nn.masking import masked_softmax
+from attentive_reader.nn.masking import masked_log_softmax, masked_softmax
 
-SelectionStrategy = Literal["sample", "greedy", "gumbel"]
+SelectionStrategy = Literal["sample", "greedy", "gumbel", "uniform"]
 
 
 @dataclass
@@ -57,6 +60,127 @@ class Selection:
     log_prob: Tensor
 
 
+class Selector:
+    """One way of choosing ``k`` positions per row from a masked policy: :meth:`draw`."""
+
+    #: The strategy's name (``SelectionStrategy``).
+    name: ClassVar[str]
+    #: True: every draw chooses the same positions, so one draw per row is enough.
+    deterministic: ClassVar[bool] = False
+    #: True: the reading weights carry the policy's gradient (straight-through); False: the
+    #: policy learns from the choice only through a REINFORCE term (``nn/reinforce.py``).
+    differentiable: ClassVar[bool] = False
+
+    def draw(
+        self,
+        log_probs: Tensor,
+        mask: Tensor,
+        k: int,
+        replacement: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> Selection:
+        """Choose ``k`` positions per row (arguments as in :func:`select_positions`)."""
+        raise NotImplementedError
+
+
+class SampledSelector(Selector):
+    """``"sample"``: an exact draw from the policy (:func:`sample_positions`)."""
+
+    name = "sample"
+
+    def draw(
+        self,
+        log_probs: Tensor,
+        mask: Tensor,
+        k: int,
+        replacement: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> Selection:
+        return sample_positions(log_probs, mask, k, replacement=replacement, generator=generator)
+
+
+class GreedySelector(Selector):
+    """``"greedy"``: the ``k`` most probable positions (:func:`greedy_positions`); never
+    draws with replacement."""
+
+    name = "greedy"
+    deterministic = True
+
+    def draw(
+        self,
+        log_probs: Tensor,
+        mask: Tensor,
+        k: int,
+        replacement: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> Selection:
+        return greedy_positions(log_probs, mask, k)
+
+
+class GumbelSelector(Selector):
+    """``"gumbel"``: the straight-through Gumbel-softmax (:func:`gumbel_positions`).
+
+    Args:
+        temperature: the relaxation's temperature ``tau``, > 0.
+    """
+
+    name = "gumbel"
+    differentiable = True
+
+    def __init__(self, temperature: float = 1.0) -> None:
+        if temperature <= 0:
+            raise ValueError(f"the Gumbel-softmax temperature must be > 0, got {temperature}")
+        self.temperature = temperature
+
+    def draw(
+        self,
+        log_probs: Tensor,
+        mask: Tensor,
+        k: int,
+        replacement: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> Selection:
+        return gumbel_positions(
+            log_probs, mask, k, replacement, temperature=self.temperature, generator=generator
+        )
+
+
+class UniformSelector(Selector):
+    """``"uniform"``: a draw from the uniform policy over the valid positions; the given
+    policy is ignored (its ``log_prob`` is the uniform policy's)."""
+
+    name = "uniform"
+
+    def draw(
+        self,
+        log_probs: Tensor,
+        mask: Tensor,
+        k: int,
+        replacement: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> Selection:
+        uniform = masked_log_softmax(torch.zeros_like(log_probs), mask)  # (b, n)
+        return sample_positions(uniform, mask, k, replacement=replacement, generator=generator)
+
+
+# How each selector is made from the Gumbel-softmax temperature (only "gumbel" reads it).
+SELECTORS: dict[str, Callable[[float], Selector]] = {
+    "sample": lambda temperature: SampledSelector(),
+    "greedy": lambda temperature: GreedySelector(),
+    "gumbel": GumbelSelector,
+    "uniform": lambda temperature: UniformSelector(),
+}
+
+
+def build_selector(strategy: SelectionStrategy, temperature: float = 1.0) -> Selector:
+    """The selector of ``strategy`` (``SELECTORS``); ``temperature`` for ``"gumbel"``."""
+    if strategy not in SELECTORS:
+        raise ValueError(
+            f"unknown selection strategy {strategy!r}: use one of {', '.join(SELECTORS)}"
+        )
+    return SELECTORS[strategy](temperature)
+
+
 def select_positions(
     log_probs: Tensor,
     mask: Tensor,
@@ -73,28 +197,16 @@ def select_positions(
             ignored (they may be ``-inf``).
         mask: True on positions that may be chosen, (b, n) bool.
         k: positions per row, >= 1.
-        strategy: ``"sample"``, ``"greedy"`` or ``"gumbel"``.
-        replacement: for ``"sample"`` and ``"gumbel"``: draw with replacement.
+        strategy: ``"sample"``, ``"greedy"``, ``"gumbel"`` or ``"uniform"``.
+        replacement: for ``"sample"``, ``"gumbel"`` and ``"uniform"``: draw with replacement.
         temperature: the Gumbel-softmax temperature (``"gumbel"`` only), > 0.
         generator: optional random generator, for reproducible draws.
 
     Returns:
         The :class:`Selection`.
     """
-    if strategy == "sample":
-        return sample_positions(log_probs, mask, k, replacement=replacement, generator=generator)
-    if strategy == "greedy":
-        return greedy_positions(log_probs, mask, k)
-    if strategy == "gumbel":
-        return gumbel_positions(
-            log_probs,
-            mask,
-            k,
-            replacement=replacement,
-            temperature=temperature,
-            generator=generator,
-        )
-    raise ValueError(f"unknown selection strategy {strategy!r}: use 'sample', 'greedy' or 'gumbel'")
+    selector = build_selector(strategy, temperature)
+    return selector.draw(log_probs, mask, k, replacement=replacement, generator=generator)
 
 
 def sample_positions(

@@ -22,8 +22,13 @@ def test_collate_pads_and_marks_candidates():
     assert batch.context.dtype == torch.long and batch.candidates.dtype == torch.bool
 
 
+def _indices(batches):
+    """The sampler's batches as lists of indices (the epoch of each key dropped)."""
+    return [[index for _, index in batch] for batch in batches]
+
+
 def _flatten(batches):
-    return sorted(int(i) for batch in batches for i in batch)
+    return sorted(index for batch in batches for _, index in batch)
 
 
 @pytest.mark.parametrize("num_replicas", [1, 2, 3])
@@ -47,15 +52,15 @@ def test_every_example_once_per_epoch_across_ranks(num_replicas, total):
 def test_batches_are_length_sorted_within_pools_and_order_is_seeded():
     lengths = np.random.default_rng(0).integers(1, 1000, size=400)
     sampler = BucketBatchSampler(lengths, batch_size=10, pool_size=4, seed=3)
-    epoch0 = list(sampler)
+    epoch0 = _indices(sampler)
     # Inside a pool of 40 examples the batches do not overlap in length.
     spans = [(lengths[b].min(), lengths[b].max()) for b in epoch0]
     assert sum(hi - lo for lo, hi in spans) < 0.5 * sum(
         lengths[b].max() - lengths[b].min() for b in np.array_split(np.arange(400), 40)
     )
-    assert epoch0 == list(BucketBatchSampler(lengths, batch_size=10, pool_size=4, seed=3))
+    assert epoch0 == _indices(BucketBatchSampler(lengths, batch_size=10, pool_size=4, seed=3))
     sampler.set_epoch(1)
-    assert list(sampler) != epoch0
+    assert _indices(sampler) != epoch0
     assert _flatten(list(sampler)) == list(range(400))
 
 
@@ -63,9 +68,9 @@ def test_eval_order_is_fixed_and_sorted():
     lengths = [5, 1, 4, 2, 3]
     sampler = BucketBatchSampler(lengths, batch_size=2, shuffle=False)
     # Sorted by length: 1 (i1), 2 (i3), 3 (i4), 4 (i2), 5 (i0); sizes as even as possible.
-    assert list(sampler) == [[1, 3], [4, 2], [0]]
+    assert list(sampler) == [[(0, 1), (0, 3)], [(0, 4), (0, 2)], [(0, 0)]]
     sampler.set_epoch(7)
-    assert list(sampler) == list(BucketBatchSampler(lengths, batch_size=2, shuffle=False))
+    assert _indices(sampler) == _indices(BucketBatchSampler(lengths, batch_size=2, shuffle=False))
 
 
 def test_drop_last_gives_full_batches_only():
@@ -74,8 +79,9 @@ def test_drop_last_gives_full_batches_only():
     assert len(batches) == 2 and all(len(b) == 5 for b in batches)
 
 
-def test_with_epoch_tags_indices_and_epoch_fn_wins():
-    sampler = BucketBatchSampler([1, 2, 3], batch_size=3, with_epoch=True, epoch_fn=lambda: 5)
+def test_every_index_carries_its_epoch_and_epoch_fn_wins():
+    sampler = BucketBatchSampler([1, 2, 3], batch_size=3, epoch_fn=lambda: 5)
+    sampler.set_epoch(2)
     assert sorted(next(iter(sampler))) == [(5, 0), (5, 1), (5, 2)]
 
 

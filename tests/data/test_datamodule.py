@@ -9,6 +9,7 @@ import torch
 from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.manifest import MANIFEST_FORMAT
 from attentive_reader.data.datamodule import ClozeDataModule, PreprocessingWarning
+from attentive_reader.data.split import EncodedSplit
 from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES, Vocabulary
 from attentive_reader.data.vocab_sources import DATAMODULE_STATE
 from tests.corpus.fixtures import numbered_example, write_dataset
@@ -136,6 +137,17 @@ def test_no_permutation_in_evaluation_or_when_switched_off(path):
     assert _same(dm.dataset("validation")[(3, 0)], dm.dataset("validation").examples[0])
     dm_off = ClozeDataModule(path, num_entities=50, entity_ids="first_occurrence")
     assert _same(dm_off.dataset("train")[(3, 1)], dm_off.dataset("train").examples[1])
+
+
+def test_the_option_reaches_the_training_split_by_its_own_name(path):
+    """``entity_ids`` is the one name from the YAML to the split; evaluation never permutes."""
+    dm = ClozeDataModule(path, num_entities=50)
+    assert dm.dataset("train").entity_ids == "permute"
+    assert dm.dataset("validation").entity_ids == "first_occurrence"
+    off = ClozeDataModule(path, num_entities=50, entity_ids="first_occurrence")
+    assert off.dataset("train").entity_ids == "first_occurrence"
+    with pytest.raises(ValueError, match="entity_ids must be one of permute, first_occurrence"):
+        EncodedSplit(dm.dataset("train").columns, 50, entity_ids="shuffle")  # type: ignore[arg-type]
 
 
 def test_training_batches_are_permuted_per_epoch(path):

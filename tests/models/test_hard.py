@@ -456,3 +456,38 @@ def test_variance_script_measures_every_baseline() -> None:
     assert results["none"]["ratio_to_none"] == 1.0
     table = script.format_table({0: results})
     assert table.count("\n") == 1 + 4 and "leave_one_out" in table
+
+
+def test_each_choice_is_a_part_made_once() -> None:
+    """``selection``, ``reward``, ``baseline`` and ``eval_mode`` each choose a part from its
+    table when set; setting ``eval_mode`` later chooses again, with the same checks."""
+    import attentive_reader.models.hard as hard
+    from attentive_reader.nn.reinforce import CorrectReward, LeaveOneOutBaseline, NoBaseline
+    from attentive_reader.nn.selection import GumbelSelector, SampledSelector
+
+    model = _reader(selection="gumbel", baseline="none", reward="correct", eval_mode="sample")
+    assert isinstance(model.train_selector, GumbelSelector)
+    assert isinstance(model.reward, CorrectReward) and isinstance(model.baseline, NoBaseline)
+    assert model.evaluation is hard.EVAL_MODES["sample"] and not model.evaluation.expected
+    model.eval_mode = "expected"
+    assert model.eval_mode == "expected" and model.evaluation.expected
+    with pytest.raises(ValueError, match="eval_mode must be one of"):
+        model.eval_mode = "beam"  # type: ignore[assignment]
+    assert model.eval_mode == "expected"  # a refused value changes nothing
+    default = _reader(k=2)
+    assert isinstance(default.train_selector, SampledSelector)
+    assert isinstance(default.baseline, LeaveOneOutBaseline)
+    with pytest.raises(ValueError, match="needs k=1"):
+        default.eval_mode = "expected"
+
+
+@pytest.mark.parametrize("baseline", ["none", "ema", "learned", "leave_one_out"])
+def test_checkpoint_keys_do_not_depend_on_where_the_parts_live(baseline: str) -> None:
+    """Old checkpoints load: the moving average's state is saved for every baseline, the value
+    head's parameters only for the learned one, under the reader's own names."""
+    num_samples = 2 if baseline == "leave_one_out" else 1
+    keys = set(_reader(baseline=baseline, num_samples=num_samples).state_dict())
+    assert {"moving_average.value", "moving_average.initialized"} <= keys
+    value_keys = {f"value_head.{i}.{p}" for i in (0, 2) for p in ("weight", "bias")}
+    assert (value_keys <= keys) == (baseline == "learned")
+    assert not any(key.startswith(("baseline.", "reward.", "train_selector.")) for key in keys)

@@ -17,7 +17,7 @@ from attentive_reader.models import ClozeReader, ReaderOutput
 from attentive_reader.models.loading import load_reader
 from attentive_reader.models.parts import PairReader
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
-from attentive_reader.nn.masking import masked_softmax
+from attentive_reader.nn.attention import Attention
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CLASS_PATH = f"{__name__}.MeanQueryReader"
@@ -44,7 +44,7 @@ class MeanQueryReader(PairReader):
         mask = batch.query_mask.unsqueeze(-1)  # (b, m, 1)
         q = (encoded.query * mask).sum(1) / mask.sum(1).clamp_min(1)  # (b, 2h)
         scores = torch.bmm(encoded.document, q.unsqueeze(-1)).squeeze(-1) / self.temperature
-        s = masked_softmax(scores, batch.context_mask)  # (b, n)
+        s = Attention.of(scores, batch.context_mask).weights  # (b, n), 0 on padding
         r = torch.bmm(s.unsqueeze(1), encoded.document).squeeze(1)  # (b, 2h)
         given = AnswerInput(vector=r, weights=s, token_scores=scores)
         return ReaderOutput(self.answer_scores(batch, given), attention=s)

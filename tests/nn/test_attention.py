@@ -5,12 +5,16 @@ import torch
 
 from attentive_reader.nn.attention import (
     SCORER_NAMES,
+    SCORERS,
     AdditiveScorer,
+    Attention,
+    AttentionScorer,
     BilinearScorer,
     CosineScorer,
     DotScorer,
     build_scorer,
 )
+from attentive_reader.nn.masking import masked_log_softmax
 
 
 def softmax(values):
@@ -29,8 +33,11 @@ def test_additive_hand_computed():
     # W_q u = [1, 0]; t=0: tanh([2, 0]) . [1, -1] = tanh(2); t=1: tanh([1, 1]) . [1, -1] = 0
     scores = scorer.score(keys, query)
     assert torch.allclose(scores, torch.tensor([[0.9640276, 0.0]]), atol=1e-6)
-    weights = scorer(keys, query, torch.tensor([[True, True]]))
-    assert torch.allclose(weights, torch.tensor([softmax([0.9640276, 0.0])]), atol=1e-6)
+    attention = scorer(keys, query, torch.tensor([[True, True]]))
+    assert torch.equal(attention.scores, scores)
+    expected = torch.tensor([softmax([0.9640276, 0.0])])
+    assert torch.allclose(attention.weights, expected, atol=1e-6)
+    assert torch.allclose(attention.log_weights(), expected.log(), atol=1e-6)
 
 
 def test_dot_hand_computed():
@@ -38,9 +45,13 @@ def test_dot_hand_computed():
     keys = torch.tensor([[[1.0, 2.0], [3.0, -1.0], [7.0, 7.0]]])
     query = torch.tensor([[2.0, 1.0]])
     assert torch.equal(scorer.score(keys, query), torch.tensor([[4.0, 5.0, 21.0]]))
-    weights = scorer(keys, query, torch.tensor([[True, True, False]]))
+    attention = scorer(keys, query, torch.tensor([[True, True, False]]))
     e = math.e
-    assert torch.allclose(weights, torch.tensor([[1 / (1 + e), e / (1 + e), 0.0]]), atol=1e-6)
+    expected = torch.tensor([[1 / (1 + e), e / (1 + e), 0.0]])
+    assert torch.allclose(attention.weights, expected, atol=1e-6)
+    # The padded key scored highest (21), and still gets exactly 0.
+    assert torch.equal(attention.scores, torch.tensor([[4.0, 5.0, 21.0]]))
+    assert attention.weights[0, 2].item() == 0.0
 
 
 def test_cosine_hand_computed():
@@ -61,6 +72,17 @@ def test_bilinear_hand_computed_with_different_sizes():
     assert torch.equal(scorer.score(keys, query), torch.tensor([[5.0, 5.0, 2.0]]))
 
 
+def test_the_table_holds_every_scorer_name_and_each_builds_the_same_way():
+    assert tuple(SCORERS) == SCORER_NAMES
+    for name, cls in SCORERS.items():
+        assert issubclass(cls, AttentionScorer) and cls.name == name
+        # The constructor contract: (key_dim, query_dim, attention_dim=None).
+        assert type(cls(4, 4, 3)) is cls and type(cls(4, 4)) is cls
+        assert type(build_scorer(name, 4, 4)) is cls
+    assert AdditiveScorer(4, 2).key_proj.out_features == 4  # attention_dim: key_dim by default
+    assert build_scorer("additive", 4, 2, attention_dim=3).key_proj.out_features == 3
+
+
 @pytest.mark.parametrize("name", SCORER_NAMES)
 def test_every_scorer_masks_and_normalises(name):
     torch.manual_seed(0)
@@ -72,8 +94,14 @@ def test_every_scorer_masks_and_normalises(name):
     mask = torch.tensor(
         [[True] * 5, [True, True, True, False, False], [False] * 5]  # last row: no real key
     )
-    weights = scorer(keys, query, mask)  # (b, n)
-    assert weights.shape == (3, 5)
+    attention = scorer(keys, query, mask)
+    assert isinstance(attention, Attention)
+    weights = attention.weights  # (b, n)
+    assert attention.scores.shape == weights.shape == (3, 5)
+    assert torch.equal(attention.scores, scorer.score(keys, query))
+    log_weights = attention.log_weights()
+    assert torch.equal(log_weights, masked_log_softmax(attention.scores, mask))
+    assert torch.allclose(log_weights[:2].exp(), weights[:2], atol=1e-6)
     assert not torch.isnan(weights).any()
     assert torch.allclose(weights[:2].sum(-1), torch.ones(2), atol=1e-6)
     assert torch.equal(weights[1, 3:], torch.zeros(2))
@@ -92,17 +120,52 @@ def test_dot_and_cosine_need_equal_sizes(name):
 def test_additive_and_bilinear_accept_different_sizes():
     keys, query = torch.randn(2, 3, 4), torch.randn(2, 6)
     for name in ("additive", "bilinear"):
-        weights = build_scorer(name, key_dim=4, query_dim=6)(
+        attention = build_scorer(name, key_dim=4, query_dim=6)(
             keys, query, torch.ones(2, 3, dtype=torch.bool)
         )
-        assert torch.allclose(weights.sum(-1), torch.ones(2))
+        assert torch.allclose(attention.weights.sum(-1), torch.ones(2))
 
 
 def test_build_scorer_rejects_unknown_name_and_bad_sizes():
-    with pytest.raises(ValueError, match="unknown scorer 'mlp'"):
+    with pytest.raises(ValueError, match="unknown scorer 'mlp'; choose one of additive"):
         build_scorer("mlp", 4, 4)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="key_dim"):
         build_scorer("bilinear", 0, 4)
+    with pytest.raises(ValueError, match="attention_dim"):
+        build_scorer("additive", 4, 4, attention_dim=0)
+    with pytest.raises(ValueError, match="initial_scale"):
+        CosineScorer(2, 2, initial_scale=0.0)
+
+
+@pytest.mark.parametrize("name", SCORER_NAMES)
+def test_attend_scores_many_queries_against_one_mask(name):
+    """``attend(prepare(keys), queries (b, s, dq), mask (b, n))``: each query's attention is
+    the one of that query alone; the (b, n) mask holds for every query."""
+    torch.manual_seed(0)
+    scorer = build_scorer(name, key_dim=4, query_dim=4, attention_dim=3)
+    keys, queries = torch.randn(2, 5, 4), torch.randn(2, 3, 4)
+    mask = torch.tensor([[True] * 5, [True, True, False, False, False]])
+    attention = scorer.attend(scorer.prepare(keys), queries, mask)
+    assert attention.scores.shape == attention.weights.shape == (2, 3, 5)
+    for i in range(3):
+        alone = scorer(keys, queries[:, i], mask)
+        assert torch.allclose(attention.weights[:, i], alone.weights, atol=1e-6)
+    assert torch.equal(attention.weights[1, :, 2:], torch.zeros(3, 3))
+    # A (b, s, n) mask: each query its own keys (a padded step reads none).
+    steps = mask.unsqueeze(1).repeat(1, 3, 1)
+    steps[0, 2] = False
+    weights = scorer.attend(scorer.prepare(keys), queries, steps).weights
+    assert torch.equal(weights[0, 2], torch.zeros(5))
+    assert torch.allclose(weights[0, :2].sum(-1), torch.ones(2), atol=1e-6)
+
+
+def test_attention_of_scores_is_the_masked_softmax_by_hand():
+    scores = torch.tensor([[0.0, math.log(3.0), 100.0], [1.0, 2.0, 3.0]])
+    mask = torch.tensor([[True, True, False], [False, False, False]])
+    attention = Attention.of(scores, mask)
+    assert torch.allclose(attention.weights[0], torch.tensor([0.25, 0.75, 0.0]))
+    assert torch.equal(attention.weights[1], torch.zeros(3))  # no real key: all 0, not NaN
+    assert torch.isfinite(attention.log_weights()).all()
 
 
 # --- "project keys once, score many queries" ---------------------------------------------

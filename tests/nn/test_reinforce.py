@@ -1,13 +1,24 @@
 """REINFORCE loss and baselines: unbiasedness against a closed form, hand-computed values."""
 
 import math
+from typing import get_args
 
 import pytest
 import torch
 
+from attentive_reader.nn import reinforce
 from attentive_reader.nn.reinforce import (
+    BASELINES,
+    BaselineName,
+    CorrectReward,
+    EmaBaseline,
     EntropySchedule,
+    LearnedBaseline,
+    LeaveOneOutBaseline,
+    LogLikelihoodReward,
     MovingAverageBaseline,
+    NoBaseline,
+    RewardName,
     advantage,
     leave_one_out_baseline,
     policy_entropy,
@@ -151,3 +162,66 @@ def test_policy_entropy_masked() -> None:
     # A point mass has entropy 0.
     point = torch.log(torch.tensor([[1.0, 0.0]]))
     assert policy_entropy(point, torch.tensor([[True, True]])).item() == pytest.approx(0.0)
+
+
+def test_the_tables_hold_every_reward_and_baseline_name() -> None:
+    assert tuple(reinforce.REWARDS) == get_args(RewardName)
+    assert tuple(BASELINES) == get_args(BaselineName)
+    for name, cls in reinforce.REWARDS.items():
+        assert cls.name == name
+    for name, make in BASELINES.items():
+        assert make(MovingAverageBaseline(0.5), 2).name == name
+
+
+def test_rewards_by_hand() -> None:
+    # Two examples, two samples each, three answer choices.
+    logits = torch.tensor(
+        [[[0.0, 0.0, 0.0], [math.log(3.0), 0.0, 0.0]], [[0.0, 5.0, 1.0], [2.0, 1.0, 0.0]]],
+        requires_grad=True,
+    )
+    answer = torch.tensor([[0, 0], [2, 2]])
+    log_likelihood = LogLikelihoodReward()(logits, answer)
+    expected = torch.tensor(
+        [
+            [math.log(1 / 3), math.log(3 / 5)],  # uniform; e^log3 / (3 + 1 + 1)
+            [1.0 - math.log(1 + math.exp(5) + math.e), -math.log(math.exp(2) + math.e + 1)],
+        ]
+    )
+    torch.testing.assert_close(log_likelihood, expected)
+    correct = CorrectReward()(logits, answer)
+    # Ties go to the first choice (argmax): answer 0 in the first row wins both samples.
+    assert correct.tolist() == [[1.0, 1.0], [0.0, 0.0]]
+    assert not log_likelihood.requires_grad and not correct.requires_grad
+
+
+def test_baselines_by_hand() -> None:
+    reward = torch.tensor([[1.0, 3.0], [0.0, 2.0]])
+    assert NoBaseline()(reward).item() == 0.0
+    torch.testing.assert_close(
+        LeaveOneOutBaseline(2)(reward), torch.tensor([[3.0, 1.0], [2.0, 0.0]])
+    )
+    value = torch.tensor([0.5, -1.0], requires_grad=True)
+    learned = LearnedBaseline()(reward, value)
+    torch.testing.assert_close(learned, torch.tensor([[0.5], [-1.0]]))
+    assert not learned.requires_grad
+    with pytest.raises(ValueError, match="value head"):
+        LearnedBaseline()(reward)
+    # The moving average is read before the batch updates it.
+    average = MovingAverageBaseline(decay=0.5)
+    ema = EmaBaseline(average)
+    assert ema(reward).item() == 0.0  # nothing seen yet; now the average is mean(reward) = 1.5
+    assert ema(torch.tensor([[3.5]])).item() == 1.5  # then 0.5 * 1.5 + 0.5 * 3.5 = 2.5
+    assert average().item() == 2.5
+    with pytest.raises(ValueError, match="num_samples >= 2"):
+        LeaveOneOutBaseline(1)
+
+
+def test_only_the_learned_baseline_builds_a_value_head() -> None:
+    heads = {
+        name: make(MovingAverageBaseline(), 2).value_head(6, 3) for name, make in BASELINES.items()
+    }
+    assert [name for name, head in heads.items() if head is not None] == ["learned"]
+    head = heads["learned"]
+    assert head(torch.zeros(4, 6)).shape == (4, 1)
+    # Its parameter names are the reader's checkpoint keys (value_head.0.weight, ...).
+    assert list(head.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]

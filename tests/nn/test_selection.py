@@ -9,7 +9,13 @@ import torch
 from attentive_reader.nn.masking import masked_log_softmax
 from attentive_reader.nn.reinforce import reinforce_loss
 from attentive_reader.nn.selection import (
+    SELECTORS,
+    GreedySelector,
+    GumbelSelector,
+    SampledSelector,
+    UniformSelector,
     _log_prob,
+    build_selector,
     greedy_positions,
     gumbel_positions,
     sample_positions,
@@ -19,7 +25,9 @@ from attentive_reader.nn.selection import (
 STRATEGIES = [("sample", False), ("sample", True), ("gumbel", False), ("gumbel", True)]
 
 
-@pytest.mark.parametrize(("strategy", "replacement"), [*STRATEGIES, ("greedy", False)])
+@pytest.mark.parametrize(
+    ("strategy", "replacement"), [*STRATEGIES, ("greedy", False), ("uniform", False)]
+)
 @pytest.mark.parametrize("k", [1, 3])
 def test_padding_is_never_selected(strategy: str, replacement: bool, k: int) -> None:
     generator = torch.Generator().manual_seed(0)
@@ -201,3 +209,53 @@ def test_invalid_arguments() -> None:
         sample_positions(torch.zeros(1, 3), torch.ones(1, 4, dtype=torch.bool), 1)
     with pytest.raises(ValueError, match="strategy"):
         select_positions(torch.zeros(1, 3), torch.ones(1, 3, dtype=torch.bool), 1, "top")  # type: ignore[arg-type]
+
+
+def test_the_table_holds_every_selector_behind_one_draw() -> None:
+    assert set(SELECTORS) == {"sample", "greedy", "gumbel", "uniform"}
+    for name in SELECTORS:
+        selector = build_selector(name, temperature=0.5)  # type: ignore[arg-type]
+        assert selector.name == name
+    assert build_selector("gumbel", 0.5).temperature == 0.5
+    # Only greedy draws the same positions every time; only gumbel passes the gradient.
+    assert [name for name in SELECTORS if build_selector(name).deterministic] == ["greedy"]
+    assert [name for name in SELECTORS if build_selector(name).differentiable] == ["gumbel"]
+    with pytest.raises(ValueError, match="temperature"):
+        GumbelSelector(0.0)
+
+
+def test_each_selector_draws_as_its_function() -> None:
+    """A selector's draw is its strategy's function: the same positions from the same noise."""
+    mask = torch.tensor([[True, True, True, False], [True, True, False, False]])
+    log_probs = masked_log_softmax(
+        torch.tensor([[0.2, 1.5, -0.3, 9.0], [2.0, 0.0, 0.0, 0.0]]), mask
+    )
+
+    def drawn(function, *args, **kwargs):
+        return function(*args, generator=torch.Generator().manual_seed(5), **kwargs)
+
+    pairs = [
+        (SampledSelector(), lambda **kw: sample_positions(log_probs, mask, 2, True, **kw)),
+        (GumbelSelector(0.5), lambda **kw: gumbel_positions(log_probs, mask, 2, True, 0.5, **kw)),
+    ]
+    for selector, function in pairs:
+        mine = drawn(selector.draw, log_probs, mask, 2, True)
+        assert torch.equal(mine.positions, drawn(function).positions)
+        torch.testing.assert_close(mine.log_prob, drawn(function).log_prob)
+    greedy = GreedySelector().draw(log_probs, mask, 2, replacement=True)  # never replaces
+    assert greedy.positions.tolist() == [[1, 0], [0, 1]]
+
+
+def test_uniform_ignores_the_policy_and_its_log_prob_is_uniform() -> None:
+    generator = torch.Generator().manual_seed(6)
+    draws = 20_000
+    mask = torch.tensor([True, True, True, True, False]).expand(draws, 5)
+    # A policy that puts all its mass on position 0: the uniform draw ignores it.
+    log_probs = masked_log_softmax(torch.tensor([50.0, 0.0, 0.0, 0.0, 0.0]).expand(draws, 5), mask)
+    selection = UniformSelector().draw(log_probs, mask, 1, generator=generator)
+    frequency = torch.bincount(selection.positions[:, 0], minlength=5).double() / draws
+    assert _within(
+        frequency, torch.tensor([0.25, 0.25, 0.25, 0.25, 0.0], dtype=torch.float64), draws
+    )
+    # log (1/4): the probability of the draw under the uniform policy, not the given one.
+    torch.testing.assert_close(selection.log_prob, torch.full((draws,), math.log(0.25)))
