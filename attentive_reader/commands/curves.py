@@ -63,7 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--table", metavar="FILE", help="also write the table here (.md: Markdown, .csv: CSV)"
     )
-    parser.add_argument("--title", default="", help="the figure's title (default: the data's)")
+    parser.add_argument(
+        "--title",
+        default="",
+        help="the figure's title (default: the dataset's or the corpus's, if known)",
+    )
     return parser
 
 

@@ -84,10 +84,7 @@ def read_columns(folder: Path, columns: Mapping[str, str]) -> dict[str, list[flo
     """
     files = [folder / "metrics.csv"] if (folder / "metrics.csv").is_file() else _versions(folder)
     if not files:
-        raise UserError(
-            f"{folder}: no version_N/metrics.csv in it: give the log folder of a run trained "
-            "with the CSV logger (a real-news config, or --config configs/logger/csv.yaml)"
-        )
+        raise _no_metrics(folder)
     per_epoch: dict[str, dict[int, float]] = {key: {} for key in columns}
     for metrics in files:
         for line, row in _rows(metrics):
@@ -141,8 +138,15 @@ def run_folders(path: Path) -> list[Path]:
         return [path]
     runs = [folder for folder in sorted(path.iterdir()) if folder.is_dir() and _versions(folder)]
     if not runs:
-        read_run(path)  # raises: no metrics.csv
+        raise _no_metrics(path)
     return runs
+
+
+def _no_metrics(folder: Path) -> UserError:
+    return UserError(
+        f"{folder}: no version_N/metrics.csv in it: give the log folder of a run trained "
+        "with the CSV logger (a real-news config, or --config configs/logger/csv.yaml)"
+    )
 
 
 def read_runs(paths: Sequence[Path]) -> tuple[list[RunCurve], list[str]]:
