@@ -43,27 +43,15 @@ from attentive_reader.viz.curve_tables import learning_tables, markdown
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
 DEFAULT_READERS = (
-    "attentive_reader",
-    "impatient_reader",
-    "deep_lstm_reader",
-    "uniform_reader",
-    "hard_attention_reader",
-    "gaussian_glimpse_reader",
-    "transformer_glimpse_reader",
+    "attentive_reader", "impatient_reader", "deep_lstm_reader", "uniform_reader",
+    "hard_attention_reader", "gaussian_glimpse_reader", "transformer_glimpse_reader",
     "gated_attention_reader",
-)
+)  # fmt: skip
 # What the glimpse readers log per validation epoch (mean per example): tokens read at full
 # resolution, tokens inside the retina's pooled windows, the document's length, and the share
 # of examples whose answer the glimpses read.
 READING = ("val_tokens_read", "val_tokens_pooled", "val_doc_tokens", "val_answer_read")
-PLATEAU = (
-    ("output", False),
-    ("tied", False),
-    ("pointer", False),
-    ("output", True),
-    ("tied", True),
-    ("pointer", True),
-)
+PLATEAU = [(layer, match) for match in (False, True) for layer in ("output", "tied", "pointer")]
 
 
 def generate(out: Path, stories: int, seed: int, shape: str) -> Path:
@@ -73,19 +61,10 @@ def generate(out: Path, stories: int, seed: int, shape: str) -> Path:
     if shape == "compact":
         synth.append("--compact")
     _attentive_reader(synth)
-    _attentive_reader(
-        [
-            "preprocess",
-            str(corpus / "stories"),
-            "--url-lists",
-            str(corpus / "url_lists"),
-            "--spacy-model",
-            str(corpus / "entity_ruler"),
-            "--output",
-            str(data),
-            "--quiet",
-        ]
-    )
+    _attentive_reader([
+        "preprocess", str(corpus / "stories"), "--url-lists", str(corpus / "url_lists"),
+        "--spacy-model", str(corpus / "entity_ruler"), "--output", str(data), "--quiet",
+    ])  # fmt: skip
     return data
 
 
@@ -99,36 +78,17 @@ def train(config: Path, data: Path, out: Path, epochs: int, seed: int, extra: li
     from attentive_reader.training import run_cli
 
     started = time.perf_counter()
-    run_cli(
-        [
-            "fit",
-            "--config",
-            str(config),
-            "--data.path",
-            str(data),
-            "--seed_everything",
-            str(seed),
-            "--data.seed",
-            str(seed),
-            "--trainer.max_epochs",
-            str(epochs),
-            "--trainer.default_root_dir",
-            str(out),
-            "--trainer.enable_progress_bar",
-            "false",
-            "--trainer.enable_model_summary",
-            "false",
-            "--trainer.num_sanity_val_steps",
-            "0",
-            "--trainer.logger.class_path",
-            "pytorch_lightning.loggers.CSVLogger",
-            "--trainer.logger.init_args.save_dir",
-            str(out),
-            "--trainer.logger.init_args.name",
-            "curve",
-            *extra,
-        ]
-    )
+    run_cli([
+        "fit", "--config", str(config), "--data.path", str(data),
+        "--seed_everything", str(seed), "--data.seed", str(seed),
+        "--trainer.max_epochs", str(epochs), "--trainer.default_root_dir", str(out),
+        "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
+        "--trainer.num_sanity_val_steps", "0",
+        "--trainer.logger.class_path", "pytorch_lightning.loggers.CSVLogger",
+        "--trainer.logger.init_args.save_dir", str(out),
+        "--trainer.logger.init_args.name", "curve",
+        *extra,
+    ])  # fmt: skip
     seconds = time.perf_counter() - started
     columns = {"val_acc": "val_acc", "train_loss": "train_loss_epoch"}
     per_epoch = read_columns(out / "curve", columns | {name: name for name in READING})
@@ -175,11 +135,8 @@ def run(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(args.work_dir or scratch)
-        data = (
-            Path(args.data)
-            if args.data
-            else generate(work / "generated", args.stories, args.seed, args.shape)
-        )
+        generated = work / "generated"
+        data = Path(args.data or generate(generated, args.stories, args.seed, args.shape))
         base = validation_baselines(data)
         extra = ["--data.num_entities", str(args.num_entities)] if args.num_entities else []
         extra += args.set
@@ -195,14 +152,9 @@ def run(args: argparse.Namespace) -> dict:
             for layer, match in PLATEAU if args.plateau else ():
                 name = f"answer_layer={layer}, query_match={str(match).lower()}{suffix}"
                 options = ["--model.answer_layer", layer, "--model.query_match", str(match)]
-                run = train(
-                    CONFIGS / "attentive_reader.yaml",
-                    data,
-                    work / f"plateau-{layer}-{match}-{seed}",
-                    args.epochs,
-                    seed,
-                    [*extra, *options],
-                )
+                folder = work / f"plateau-{layer}-{match}-{seed}"
+                config = CONFIGS / "attentive_reader.yaml"
+                run = train(config, data, folder, args.epochs, seed, [*extra, *options])
                 plateau[name] = run
                 print(name, run, flush=True)
     return {
