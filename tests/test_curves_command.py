@@ -197,6 +197,7 @@ def _mistakes(tmp: Path, runs: Path) -> list[tuple[list[str], str]]:
         ([str(tmp / "tb")], "no 'epoch' column: not a metrics file of Lightning's CSV logger"),
         ([str(runs), "--table", str(tmp / "t.txt")], "--table " + str(tmp / "t.txt") + ": give a .md or a .csv file"),
         ([str(runs), "--output", str(tmp / "x"), "--table", str(tmp / "x")], "are the same file"),
+        ([str(runs), "--output", str(tmp / "empty")], "--output " + str(tmp / "empty") + " is a folder; give the file to write"),
         (["--learning", str(tmp / "other.json"), "--data", str(tmp)], "--data gives the baselines of run folders"),
         ([], "give one kind of curve"),
         ([str(runs), "--learning", str(tmp / "broken.json")], "not RUN and --learning"),

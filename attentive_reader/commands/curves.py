@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from attentive_reader.errors import UserError
 from attentive_reader.faults import writing
@@ -92,6 +93,9 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.table and args.output and args.table == args.output:
         raise UserError(f"--table and --output are the same file ({args.output}); name two")
+    for flag, path in (("--output", args.output), ("--table", args.table)):
+        if path and Path(path).is_dir():
+            raise UserError(f"{flag} {path} is a folder; give the file to write")
     if args.table:
         check_table_path(args.table)
     curves = _curves(args)
