@@ -35,7 +35,7 @@ from typing import Literal
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 
-from attentive_reader.checks import check_positive, environment_choice
+from attentive_reader.common.checks import check_positive, environment_choice
 
 ENVIRONMENT = "ATTENTIVE_READER_ALLOCATOR"
 

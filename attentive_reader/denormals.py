@@ -33,7 +33,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback
 
-from attentive_reader.checks import environment_choice
+from attentive_reader.common.checks import environment_choice
 
 ENVIRONMENT = "ATTENTIVE_READER_DENORMALS"
 

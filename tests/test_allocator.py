@@ -12,7 +12,7 @@ import pytest
 import pytorch_lightning as pl
 
 from attentive_reader import allocator
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 from tests.trainers import ProbeModule, quiet_trainer
 
 GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"

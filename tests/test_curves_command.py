@@ -79,8 +79,8 @@ def test_minutes_per_epoch_and_to_the_best_from_the_logged_wall_time(tmp_path, c
 
 
 def test_the_wall_time_column_is_the_one_training_logs():
+    from attentive_reader.training.wall_clock import METRIC
     from attentive_reader.viz.curve_data import WALL_METRIC
-    from attentive_reader.wall_clock import METRIC
 
     assert WALL_METRIC == METRIC
 

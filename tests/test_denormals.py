@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attentive_reader import denormals
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 from tests.trainers import ProbeModule, quiet_trainer
 
 SUBNORMAL = 1e-39  # below float32's smallest normal number, 1.18e-38

@@ -13,10 +13,10 @@ import torch
 import yaml
 
 from attentive_reader.cli import main as cli_main
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.synthetic.toy import write_toy_dataset
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.vocab import Vocabulary
-from attentive_reader.errors import UserError
 from attentive_reader.models import AttentiveReader
 from attentive_reader.models.loading import load_reader
 from tests.trainers import quiet_trainer
@@ -248,7 +248,7 @@ def test_fit_keeps_freed_memory_and_flushes_subnormals_in_its_training_loop_only
     toy, run_dir, monkeypatch
 ):
     from attentive_reader import allocator, denormals
-    from attentive_reader.training import run_cli
+    from attentive_reader.training.run import run_cli
 
     monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
     monkeypatch.delenv(denormals.ENVIRONMENT, raising=False)

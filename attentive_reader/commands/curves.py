@@ -12,8 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from attentive_reader.errors import UserError
-from attentive_reader.faults import writing
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.faults import writing
 from attentive_reader.viz.curve_tables import check_table_path, markdown, write_tables
 from attentive_reader.viz.curves import (
     CurveSet,

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attentive_reader.checks import check_dropout, check_positive
+from attentive_reader.common.checks import check_dropout, check_positive
 from attentive_reader.nn.dropout import dropout
 from attentive_reader.nn.gru import packed_gru
 from attentive_reader.nn.precision import bf16_is_emulated

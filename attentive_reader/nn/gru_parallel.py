@@ -35,7 +35,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attentive_reader.checks import environment_choice
+from attentive_reader.common.checks import environment_choice
 from attentive_reader.denormals import flushed
 
 ENVIRONMENT = "ATTENTIVE_READER_GRU_DIRECTIONS"

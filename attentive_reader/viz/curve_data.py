@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 WALL_METRIC = "train_wall_s"
 """The wall-time column the training commands log (``wall_clock.METRIC``, named here because

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attentive_reader.errors import UserError
-from attentive_reader.fileio import replacing
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.fileio import replacing
 from attentive_reader.viz.curve_data import LearningCurves, RunCurve, SizeCurves
 
 

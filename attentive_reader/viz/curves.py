@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attentive_reader.fileio import replacing
+from attentive_reader.common.fileio import replacing
 from attentive_reader.viz.curve_data import (
     SizePoint,
     read_learning,

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 from attentive_reader.nn import gru_parallel
 from attentive_reader.nn.gru import packed_gru
 
