@@ -69,6 +69,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "attentive_reader.commands.heatmap",
         "per-token attention heatmaps (HTML, PNG, JSON)",
     ),
+    "curves": (
+        "attentive_reader.commands.curves",
+        "validation curves of runs, accuracy over training-set size, learning curves (PNG, table)",
+    ),
     "answer": (
         "attentive_reader.commands.answer",
         "ask a trained reader which entity fills a query's blank in any document",

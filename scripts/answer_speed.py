@@ -28,26 +28,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from bench.report import cpu_model  # scripts/ is on sys.path when a script runs
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-
-
-def cpu_name() -> str:
-    """The CPU model (``lscpu``), else what Python knows."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return platform.processor() or platform.machine()
 
 
 def untrained_checkpoint(config: Path, words: int, spacy_model: str, out: Path) -> Path:
@@ -187,7 +175,7 @@ def main() -> None:
     )
     single.sort()
     median = statistics.median
-    print(f"CPU: {cpu_name()} (torch threads: {torch.get_num_threads()})")
+    print(f"CPU: {cpu_model()} (torch threads: {torch.get_num_threads()})")
     print(
         f"reader: {type(model).__name__} ({sizes}), vocabulary {len(reader.vocab):,}, "
         f"{reader.vocab.num_entities} entity ids; spaCy pipeline {args.spacy_model}; "

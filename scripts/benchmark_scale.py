@@ -391,121 +391,119 @@ class Target:
 def targets(result: dict) -> list[Target]:
     """Every issue-15 target with this run's value (``result``: the benchmark's JSON)."""
     rows: list[Target] = []
-    scale = result.get("scale")
-    if scale:
-        sizes = scale["sizes"]
-        for size, row in sizes.items():
-            again = row["again"]
-            rows.append(
-                Target(
-                    f"setup after the first run, {int(size):,} examples",
-                    "< 10 s",
-                    f"{again['setup_seconds']:.2f} s",
-                    again["setup_seconds"] < 10,
-                )
-            )
-            rows.append(
-                Target(
-                    f"anonymous memory of the data, {int(size):,} examples",
-                    "< 300 MiB",
-                    f"{again['anonymous_mib']:.0f} MiB",
-                    again["anonymous_mib"] < 300,
-                )
-            )
-        memory = [row["again"]["anonymous_mib"] for row in sizes.values()]
-        if len(memory) > 1:
-            small, large = min(memory), max(memory)
-            counts = [int(size) for size in sizes]
-            rows.append(
-                Target(
-                    "memory independent of corpus size",
-                    f"same at {min(counts):,} and {max(counts):,}",
-                    f"{small:.0f} vs {large:.0f} MiB",
-                    large - small < 0.1 * 300,
-                )
-            )
-        largest = max(sizes, key=int)
-        rate = sizes[largest]["encode_tokens_per_cpu_second"]
+    if result.get("scale"):
+        rows += _scale_targets(result["scale"])
+    for name, row in (result.get("answer") or {}).get("results", {}).items():
+        share = row["share_of_step"]
         rows.append(
             Target(
-                "first encoding, one core (tokens per CPU second)",
-                ">= 5M tokens/s",
-                f"{rate / 1e6:.1f}M tokens/s",
-                rate >= 5e6,
+                f"answer layer '{name}', share of a training step",
+                "<= 5%",
+                f"{share:.1%}",
+                share <= 0.05,
             )
         )
-        workers = sizes[largest]["workers_tokens_per_second"]
-        first = sizes[largest]["encode_tokens_per_second"]
+    if result.get("train"):
+        rows += _train_targets(result["train"], result.get("device"))
+    return rows
+
+
+def _scale_targets(scale: dict) -> list[Target]:
+    rows: list[Target] = []
+    sizes = scale["sizes"]
+    for size, row in sizes.items():
+        setup, memory = row["again"]["setup_seconds"], row["again"]["anonymous_mib"]
         rows.append(
             Target(
-                f"first encoding, {scale['num_proc']} workers (wall)",
-                "more than one process",
-                f"{workers / 1e6:.1f}M tokens/s ({workers / first:.2f}x one process's wall)",
-                None,
+                f"setup after the first run, {int(size):,} examples",
+                "< 10 s",
+                f"{setup:.2f} s",
+                setup < 10,
             )
         )
-    answer = result.get("answer")
-    if answer:
-        for name, row in answer["results"].items():
+        rows.append(
+            Target(
+                f"anonymous memory of the data, {int(size):,} examples",
+                "< 300 MiB",
+                f"{memory:.0f} MiB",
+                memory < 300,
+            )
+        )
+    memory = [row["again"]["anonymous_mib"] for row in sizes.values()]
+    if len(memory) > 1:
+        small, large = min(memory), max(memory)
+        counts = [int(size) for size in sizes]
+        same = f"same at {min(counts):,} and {max(counts):,}"
+        rows.append(
+            Target(
+                "memory independent of corpus size",
+                same,
+                f"{small:.0f} vs {large:.0f} MiB",
+                large - small < 0.1 * 300,
+            )
+        )
+    largest = sizes[max(sizes, key=int)]
+    rate = largest["encode_tokens_per_cpu_second"]
+    rows.append(
+        Target(
+            "first encoding, one core (tokens per CPU second)",
+            ">= 5M tokens/s",
+            f"{rate / 1e6:.1f}M tokens/s",
+            rate >= 5e6,
+        )
+    )
+    workers, first = largest["workers_tokens_per_second"], largest["encode_tokens_per_second"]
+    measured = f"{workers / 1e6:.1f}M tokens/s ({workers / first:.2f}x one process's wall)"
+    rows.append(
+        Target(
+            f"first encoding, {scale['num_proc']} workers (wall)",
+            "more than one process",
+            measured,
+            None,
+        )
+    )
+    return rows
+
+
+def _train_targets(train: dict, device: str | None) -> list[Target]:
+    rows: list[Target] = []
+    for attentive_name, other_name, label, wanted in TRAIN_COMPARISONS:
+        attentive, other = train.get(attentive_name), train.get(other_name)
+        if attentive and other:
+            wall = _round_ratio(other["examples_per_second"], attentive["examples_per_second"])
+            cpu = _round_ratio(
+                other["examples_per_cpu_second"], attentive["examples_per_cpu_second"]
+            )
+            goal = "for comparison" if wanted is None else f">= {wanted}x"
+            met = None if wanted is None else wall >= wanted
+            rows.append(Target(label, goal, f"{wall:.2f}x (per CPU second {cpu:.2f}x)", met))
+    attentive = train.get("Attentive (bilinear), fp32")
+    if not attentive:
+        return rows
+    nan = float("nan")
+    measured = (
+        f"{attentive['share_of_dense']:.0%} (per CPU second {attentive.get('cpu_share_of_dense', nan):.0%}; "
+        f"per token computed, padding included, {attentive.get('computed_share_of_dense', nan):.0%})"
+    )
+    rows.append(
+        Target(
+            "Attentive Reader, share of the dense limit (tokens/s)", "stay near 95%", measured, None
+        )
+    )
+    gpu = device == "cuda"
+    for key in ("bf16-mixed", "fp32"):
+        row = train.get(f"Attentive (bilinear), {key}")
+        if row:
+            cnn = CNN_TRAIN_QUESTIONS / row["median_examples_per_second"]
+            both = CNN_DM_TRAIN_QUESTIONS / row["median_examples_per_second"]
             rows.append(
                 Target(
-                    f"answer layer '{name}', share of a training step",
-                    "<= 5%",
-                    f"{row['share_of_step']:.1%}",
-                    row["share_of_step"] <= 0.05,
+                    f"full training epoch, Attentive {key} ({device})",
+                    "< 2 min on one H200, bf16" if gpu else "GPU target; CPU shown",
+                    f"CNN {_duration(cnn)}, CNN + Daily Mail {_duration(both)}",
+                    (cnn < 120) if gpu and key == "bf16-mixed" else None,
                 )
             )
-    train = result.get("train")
-    if train:
-        for attentive_name, other_name, label, wanted in TRAIN_COMPARISONS:
-            attentive, other = train.get(attentive_name), train.get(other_name)
-            if attentive and other:
-                wall = _round_ratio(other["examples_per_second"], attentive["examples_per_second"])
-                cpu = _round_ratio(
-                    other["examples_per_cpu_second"], attentive["examples_per_cpu_second"]
-                )
-                measured = f"{wall:.2f}x (per CPU second {cpu:.2f}x)"
-                met = None if wanted is None else wall >= wanted
-                rows.append(
-                    Target(
-                        label,
-                        "for comparison" if wanted is None else f">= {wanted}x",
-                        measured,
-                        met,
-                    )
-                )
-        attentive = train.get("Attentive (bilinear), fp32")
-        if attentive:
-            rows.append(
-                Target(
-                    "Attentive Reader, share of the dense limit (tokens/s)",
-                    "stay near 95%",
-                    f"{attentive['share_of_dense']:.0%} (per CPU second "
-                    f"{attentive.get('cpu_share_of_dense', float('nan')):.0%}; per token "
-                    f"computed, padding included, "
-                    f"{attentive.get('computed_share_of_dense', float('nan')):.0%})",
-                    None,
-                )
-            )
-            for name, key in (
-                ("Attentive (bilinear), bf16-mixed", "bf16-mixed"),
-                ("Attentive (bilinear), fp32", "fp32"),
-            ):
-                row = train.get(name)
-                if not row:
-                    continue
-                rate = row["median_examples_per_second"]
-                cnn = CNN_TRAIN_QUESTIONS / rate
-                both = CNN_DM_TRAIN_QUESTIONS / rate
-                gpu = result.get("device") == "cuda"
-                rows.append(
-                    Target(
-                        f"full training epoch, Attentive {key} ({result.get('device')})",
-                        "< 2 min on one H200, bf16" if gpu else "GPU target; CPU shown",
-                        f"CNN {_duration(cnn)}, CNN + Daily Mail {_duration(both)}",
-                        (cnn < 120) if gpu and key == "bf16-mixed" else None,
-                    )
-                )
     return rows
 
 

@@ -52,7 +52,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from answer_speed import cpu_name, questions, untrained_checkpoint
+from answer_speed import questions, untrained_checkpoint
+from bench.report import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,12 +75,7 @@ def percentiles(values: list[float]) -> str:
     """p50 / p95 / p99 of ``values`` in milliseconds."""
     if not values:
         return "none"
-    ordered = sorted(values)
-
-    def at(q: float) -> float:
-        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000
-
-    return f"p50 {at(0.5):.0f} ms, p95 {at(0.95):.0f} ms, p99 {at(0.99):.0f} ms"
+    return ", ".join(f"p{round(q * 100)} {quantile(values, q):.0f} ms" for q in (0.5, 0.95, 0.99))
 
 
 def resident_mib(root: int) -> float:
@@ -93,17 +89,12 @@ def resident_mib(root: int) -> float:
                 continue
             parent = int(stat.rsplit(")", 1)[1].split()[1])
             children.setdefault(parent, []).append(int(entry.name))
-    total, todo = 0, [root]
+    total, todo = 0.0, [root]
     while todo:
         pid = todo.pop()
         todo += children.get(pid, [])
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
-            continue
-    return total / 1024
+        total += resident_of(pid)
+    return total
 
 
 def resident_of(pid: int) -> float:
@@ -134,8 +125,10 @@ def children(pid: int) -> list[int]:
 
 
 def ask_coded(url: str, body: bytes, timeout: float) -> tuple[str, float]:
-    """``("200" | "503 worker_died" | ... | "no answer", seconds)`` of one POST of ``body``."""
-    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    """``("200" | "503 worker_died" | ... | "no answer", seconds)`` of one request (a POST
+    of ``body``, else a GET)."""
+    headers = {"Content-Type": "application/json"} if body else {}
+    request = urllib.request.Request(url, data=body or None, headers=headers)
     started = time.perf_counter()
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -153,20 +146,8 @@ def ask_coded(url: str, body: bytes, timeout: float) -> tuple[str, float]:
 
 def ask(url: str, body: bytes, timeout: float) -> tuple[int | str, float]:
     """``(status or "no answer", seconds)`` of one request (a POST with ``body``, else a GET)."""
-    request = urllib.request.Request(url, data=body or None)
-    if body:
-        request.add_header("Content-Type", "application/json")
-    started = time.perf_counter()
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            response.read()
-            status: int | str = response.status
-    except urllib.error.HTTPError as error:
-        error.read()
-        status = error.code
-    except OSError:
-        status = "no answer"
-    return status, time.perf_counter() - started
+    label, seconds = ask_coded(url, body, timeout)
+    return (label if label == "no answer" else int(label.split()[0])), seconds
 
 
 def run_phase(
@@ -458,7 +439,7 @@ def load_questions(args: argparse.Namespace) -> list[bytes]:
 
 def report(args, health, started, phases, home, memory) -> None:
     warm, single, load = phases
-    print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; load average {started['load']}")
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; load average {started['load']}")
     print(
         f"server: --pool {health['pool']} --workers {health['workers']} --queue "
         f"{health['queue']} --timeout {health['timeout']:g}; {health['reader']}, pipeline "
@@ -521,7 +502,7 @@ def main() -> None:
         finally:
             stop_server(server)
     if args.minutes is not None:
-        print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; load average {ready['load']}")
+        print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; load average {ready['load']}")
         soak_report(args, health, soak, windows, final)
     else:
         report(args, health, ready, (warm, single, load), home, memory)

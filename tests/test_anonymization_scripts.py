@@ -1,5 +1,5 @@
-"""``scripts/anonymization_report.py --adjacent`` and ``scripts/word_distance_variants.py``
-on a tiny stored dataset: hand-computed figures."""
+"""``scripts/anonymization_report.py --adjacent`` on a tiny stored dataset: hand-computed
+figures."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import json
 import datasets
 import pytest
 
-from attentive_reader.corpus.baselines import expected_accuracy
 from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample
 from tests.trained_reader import ROOT
 
@@ -79,44 +78,3 @@ def test_the_scripts_list_adjacent_answers_and_word_distance_readings(tmp_path, 
     )
     report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     assert [p["example"] for p in report["adjacent"]["pairs"]] == ["a_0_0"]
-
-    out = _run("word_distance_variants.py", capsys, str(tmp_path / "data"))
-    table = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
-    assert len(table) == 9  # the header and 8 readings
-    assert expected_accuracy("word_distance", examples) == 100.0
-    assert table[1] == "| the definition as implemented | 100.0 ± 0.0 | +0.0 ± 0.0 |"
-    # Credits 1 and 1/2: 75%; draws of documents a and b give 50% to 100%, and the paired
-    # change (0 and -1/2) -50 to 0 points.
-    assert table[3] == "| no alignment through the grouping | 75.0 ± 25.0 | -25.0 ± 25.0 |"
-
-
-def test_story_lines_reads_rows_back_as_story_files_with_and_without_their_lines(tmp_path, capsys):
-    from tests.corpus.pipelines import save_pipeline
-
-    model = save_pipeline(tmp_path / "ner")
-    # Two rows as the reference script wrote them: a caption line "... in Paris" without a
-    # stop got " .", and so did every highlight.
-    rows = [
-        {
-            "id": "r1",
-            "article": "Fans waited in Paris . Bob Jones waits on the line. He smiled .",
-            "highlights": "Bob Jones waits .",
-        },
-        {"id": "r2", "article": "Alice Smith spoke in Rome.", "highlights": "Alice Smith spoke ."},
-    ]
-    source = tmp_path / "rows.jsonl"
-    source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    out = _run(
-        "story_lines.py", capsys, str(source), "--work", str(tmp_path / "w"), "--spacy-model", model
-    )
-    lines = (tmp_path / "w" / "lines" / "r1.story").read_text(encoding="utf-8")
-    assert lines.startswith("Fans waited in Paris\n\nBob Jones waits on the line. He smiled\n\n")
-    assert lines.endswith("@highlight\n\nBob Jones waits\n")
-    flat = (tmp_path / "w" / "run_together" / "r1.story").read_text(encoding="utf-8")
-    assert flat.startswith("Fans waited in Paris Bob Jones waits on the line. He smiled\n\n")
-    table = {line.split(" | ")[0]: line.split(" | ")[1:3] for line in out.splitlines()}
-    # Only run together do "Paris" and "Bob Jones" stand side by side: 1 of the 2 questions.
-    assert table["| rows as given"] == ["2", "0 (0.0% ± 0.0)"]
-    assert table["| .story lines"] == ["2", "0 (0.0% ± 0.0)"]
-    assert table["| lines run together"][0] == "2"
-    assert table["| lines run together"][1].startswith("1 (50.0% ± ")

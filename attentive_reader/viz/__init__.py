@@ -3,7 +3,10 @@ writes HTML pages, PNGs, JSON sidecars and ``index.html``.
 
 ``heatmap.py`` holds the plain data and the shading, ``html.py`` and ``png.py`` the rendering,
 ``files.py`` the writers, ``checkpoint.py`` the reading of a checkpoint and ``callback.py``
-the Lightning prediction writer (imported on its own: it loads Lightning).
+the Lightning prediction writer (imported on its own: it loads Lightning). ``curves.py`` (with
+``curve_data.py``, which reads the figures, and ``curve_tables.py``) holds the curves of
+``attentive-reader curves``: runs' validation curves, accuracy over training-set size, learning
+curves.
 """
 
 from attentive_reader.viz.checkpoint import checkpoint_heatmaps

@@ -1,22 +1,36 @@
-"""Learning curves as a picture: validation accuracy per epoch, the baselines as lines.
+"""Every curve of ``attentive-reader curves``: read from its files, tabled and drawn.
 
-``scripts/learning_curves.py --plot FILE.png`` draws its tables with these: one panel per
-table (the shipped configs, the answer layers), one line per run, and each non-neural
-baseline of the same validation split as a horizontal line across every panel.
-``scripts/size_curve.py`` draws test accuracy against the share of the training stories
-(``size_curve_figure``). matplotlib's Agg canvas is used directly (no global pyplot state),
-as for the heatmap PNGs.
+Three kinds, each a ``CurveSet`` (its tables and its figure): ``validation_curves`` (the
+validation accuracy per epoch of training runs, from their CSV logs), ``size_curves`` (test
+accuracy against the share of the training stories, from ``evaluate --out`` files) and
+``learning_curves`` (the record of ``scripts/learning_curves.py --output``). The figures put
+each non-neural baseline of the same questions as a grey horizontal line across every panel.
+matplotlib's Agg canvas is used directly (no global pyplot state), as for the heatmap PNGs.
 """
 
 from __future__ import annotations
 
 import io
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attentive_reader.common.fileio import replacing
+from attentive_reader.viz.curve_data import (
+    SizePoint,
+    read_learning,
+    read_runs,
+    read_size_points,
+    validation_baselines,
+)
+from attentive_reader.viz.curve_tables import (
+    Table,
+    learning_tables,
+    runs_table,
+    size_table,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -98,34 +112,6 @@ def _write(path: str | Path, png: bytes) -> Path:
     return path
 
 
-def learning_curves_png(
-    panels: Mapping[str, Mapping[str, Sequence[float]]],
-    baselines: Mapping[str, float],
-    *,
-    title: str = "",
-    dpi: int = 110,
-) -> bytes:
-    """``learning_curves_figure`` as PNG bytes."""
-    return _png(learning_curves_figure(panels, baselines, title=title), dpi)
-
-
-def write_learning_curves(
-    path: str | Path,
-    panels: Mapping[str, Mapping[str, Sequence[float]]],
-    baselines: Mapping[str, float],
-    *,
-    title: str = "",
-    dpi: int = 110,
-) -> Path:
-    """Write the PNG of ``learning_curves_figure`` to ``path`` (whole: a temporary file
-    beside it, then a rename) and return the path."""
-    return _write(path, learning_curves_png(panels, baselines, title=title, dpi=dpi))
-
-
-SizePoint = tuple[float, float, float, float]
-"""(share of the training stories, test accuracy, its interval's low and high end)."""
-
-
 def size_curve_figure(
     readers: Mapping[str, Sequence[SizePoint]],
     baselines: Mapping[str, float],
@@ -162,14 +148,74 @@ def size_curve_figure(
     return figure
 
 
-def write_size_curve(
-    path: str | Path,
-    readers: Mapping[str, Sequence[SizePoint]],
-    baselines: Mapping[str, float],
-    *,
-    title: str = "",
-    dpi: int = 110,
-) -> Path:
-    """Write the PNG of ``size_curve_figure`` to ``path`` (whole, as
-    ``write_learning_curves``) and return the path."""
-    return _write(path, _png(size_curve_figure(readers, baselines, title=title), dpi))
+@dataclass(frozen=True)
+class CurveSet:
+    """One kind of curve, ready to print and draw.
+
+    Attributes:
+        tables: the figures as tables (``curve_tables.markdown`` prints them).
+        draw: builds the figure (matplotlib is imported only when it is called).
+        notes: what was left out and why (e.g. a run that has not validated yet).
+    """
+
+    tables: list[Table]
+    draw: Callable[[], Figure]
+    notes: list[str]
+
+    def write_png(self, path: str | Path, *, dpi: int = 110) -> Path:
+        """Write the figure as a PNG to ``path`` (whole) and return the path."""
+        return _write(path, _png(self.draw(), dpi))
+
+
+def validation_curves(
+    runs: Sequence[str | Path], *, data: str | Path | None = None, title: str = ""
+) -> CurveSet:
+    """Validation accuracy per epoch of the runs under ``runs`` (run log folders, or folders
+    of them), beside the baselines of ``data``'s validation split when it is given.
+
+    Raises:
+        UserError: for a missing folder, a run without metrics, or no validated epoch.
+    """
+    curves, notes = read_runs([Path(run) for run in runs])
+    baselines = {} if data is None else validation_baselines(data)
+    panels = {"Runs": {run.name: run.val_acc for run in curves}}
+    default = f"{Path(data).name}: validation accuracy per epoch" if data else ""
+    return CurveSet(
+        [runs_table(curves, baselines)],
+        lambda: learning_curves_figure(panels, baselines, title=title or default),
+        notes,
+    )
+
+
+def size_curves(points: Sequence[Sequence[str]], *, title: str = "") -> CurveSet:
+    """Test accuracy against the share of the training stories, from ``(reader, share,
+    evaluate --out file)`` triples.
+
+    Raises:
+        UserError: as ``curve_data.read_size_points``.
+    """
+    curves = read_size_points([(name, share, file) for name, share, file in points])
+    return CurveSet(
+        [size_table(curves)],
+        lambda: size_curve_figure(curves.readers, curves.baselines, title=title),
+        [],
+    )
+
+
+def learning_curves(path: str | Path, *, title: str = "") -> CurveSet:
+    """The learning curves of a ``scripts/learning_curves.py --output`` file: one panel per
+    table (the shipped configs, the answer layers).
+
+    Raises:
+        UserError: if the file cannot be read or is not such a file.
+    """
+    curves = read_learning(Path(path))
+    panels = {
+        name: {run: figures["val_acc"] for run, figures in runs.items()}
+        for name, runs in curves.panels.items()
+    }
+    return CurveSet(
+        learning_tables(curves),
+        lambda: learning_curves_figure(panels, curves.baselines, title=title or curves.corpus),
+        [],
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from pathlib import Path
 
@@ -23,7 +22,6 @@ VOCAB, ENTITIES = 60, 10
 SMALL = {"embedding_dim": 12, "hidden_dim": 8, "dropout": 0.0, "answer_layer": "output"}
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "hard_attention_reader.yaml"
-VARIANCE_SCRIPT = ROOT / "scripts" / "policy_gradient_variance.py"
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -433,29 +431,6 @@ def test_learns_the_toy_task_and_beats_its_untrained_selection(
     assert trained >= 0.8
     assert trained - untrained >= 0.3
     assert trained - uniform >= 0.3
-
-
-def _variance_script():
-    spec = importlib.util.spec_from_file_location("policy_gradient_variance", VARIANCE_SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_variance_script_measures_every_baseline() -> None:
-    script = _variance_script()
-    batch = random_batch(num_examples=16, vocab_size=VOCAB, num_entities=ENTITIES)
-    model = _reader(baseline="learned", num_samples=4)
-    torch.manual_seed(0)
-    results = script.measure(model, batch, repeats=20, ema_warmup=5)
-    assert set(results) == {"none", "ema", "learned", "leave_one_out"}
-    # Rewards are log-likelihoods around -log(3): far from 0, so subtracting a baseline near
-    # the mean reward removes most of the variance.
-    assert results["leave_one_out"]["variance"] < 0.2 * results["none"]["variance"]
-    assert results["ema"]["variance"] < 0.2 * results["none"]["variance"]
-    assert results["none"]["ratio_to_none"] == 1.0
-    table = script.format_table({0: results})
-    assert table.count("\n") == 1 + 4 and "leave_one_out" in table
 
 
 def test_each_choice_is_a_part_made_once() -> None:

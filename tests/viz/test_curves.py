@@ -1,10 +1,10 @@
-"""The learning-curve picture of ``scripts/learning_curves.py --plot``, on a hand-made record."""
+"""The curves' pictures (``attentive-reader curves``), on hand-made records."""
 
 from __future__ import annotations
 
 import pytest
 
-from attentive_reader.viz.curves import learning_curves_figure, write_learning_curves
+from attentive_reader.viz.curves import CurveSet, learning_curves_figure, size_curve_figure
 
 READERS = {"attentive_reader": [0.25, 0.5, 0.9], "impatient_reader": [0.2, 0.7]}
 PLATEAU = {"answer_layer=tied, query_match=true": [0.3, 0.8, 0.99]}
@@ -40,7 +40,8 @@ def test_one_panel_per_table_one_line_per_run_and_the_baselines_across():
 
 
 def test_the_png_is_written_whole(tmp_path):
-    path = write_learning_curves(tmp_path / "curves.png", {"configs": READERS}, BASELINES)
+    curves = CurveSet([], lambda: learning_curves_figure({"configs": READERS}, BASELINES), [])
+    path = curves.write_png(tmp_path / "curves.png")
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
@@ -48,56 +49,16 @@ def test_the_png_is_written_whole(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["curves.png"]  # no temporary left
 
 
+def test_the_size_curve_has_a_point_per_share_on_doubling_axes():
+    readers = {"A": [(0.25, 0.5, 0.45, 0.54), (1.0, 0.625, 0.575, 0.665)]}
+    figure = size_curve_figure(readers, BASELINES, title="sizes")
+    (ax,) = figure.get_axes()
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "share of the training stories"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["25%", "100%"]
+    (bars,) = ax.containers  # one reader: its line and its intervals
+    assert bars.get_label() == "A" and list(bars.lines[0].get_ydata()) == [0.5, 0.625]
+
+
 def test_nothing_to_draw_is_an_error():
     with pytest.raises(ValueError, match="every run is empty"):
         learning_curves_figure({"configs": {"a": []}, "other": {}}, BASELINES)
-
-
-@pytest.mark.slow  # the script imports the benchmark's stack (Lightning): seconds alone
-def test_the_script_draws_what_an_earlier_run_saved(tmp_path, monkeypatch, capsys):
-    """``learning_curves.py --from-json RECORD --plot FILE``: no training, the saved curves."""
-    import importlib.util
-    import json
-    import sys
-    from pathlib import Path
-
-    scripts = Path(__file__).resolve().parents[2] / "scripts"
-    monkeypatch.syspath_prepend(str(scripts))  # the script imports its neighbour benchmark.py
-    spec = importlib.util.spec_from_file_location("learning_curves", scripts / "learning_curves.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    record = {
-        "cpu": "a CPU",
-        "threads": 1,
-        "data": None,
-        "generated": {"stories": 40, "shape": "compact", "seed": 3},
-        "num_entities": 50,
-        "epochs": 3,
-        "baselines": BASELINES,
-        "readers": {name: {"val_acc": acc, "seconds": 1.0} for name, acc in READERS.items()},
-        "plateau": {},
-    }
-    # A glimpse reader's run also holds the tokens it read per validation example.
-    record["readers"]["glimpse"] = {
-        "val_acc": [0.2, 0.4, 0.7],
-        "seconds": 2.0,
-        "val_tokens_read": [20.0, 18.0, 17.25],
-        "val_tokens_pooled": [30.0, 27.0, 26.0],
-        "val_doc_tokens": [70.0, 70.0, 70.0],
-        "val_answer_read": [0.5, 0.6, 0.875],
-    }
-    saved, png = tmp_path / "curves.json", tmp_path / "curves.png"
-    saved.write_text(json.dumps(record))
-    assert script.main(["--from-json", str(saved), "--plot", str(png)]) == 0
-    printed = capsys.readouterr().out
-    assert "| attentive_reader | 0.250 | 0.500 | 0.900 | 1 s |  |" in printed
-    # The last epoch's tokens read at full resolution, of the document, beside accuracy.
-    assert (
-        "| glimpse | 0.200 | 0.400 | 0.700 | 2 s | 17.2 of 70.0 (+26.0 pooled), "
-        "answer read in 88% |" in printed
-    )
-    assert f"plot written to {png}" in printed and png.read_bytes()[:4] == b"\x89PNG"
-    assert script.corpus_title(record) == (
-        "40 compact synthetic stories (seed 3), 50 permuted entity ids"
-    )
-    assert "learning_curves" not in sys.modules  # loaded from its file, not imported
