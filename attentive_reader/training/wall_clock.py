@@ -4,7 +4,7 @@
 began, across resumes: the count travels in the checkpoint, so a run resumed from its
 ``last.ckpt`` goes on from the time its checkpoint holds (the work done after that checkpoint,
 which the resumed run repeats, is not counted twice). With the CSV logger it is a column of
-``metrics.csv`` beside ``val_acc``, which is how ``scripts/real_news_report.py`` gives the time
+``metrics.csv`` beside ``val_acc``, which is how ``attentive-reader curves`` gives the time
 per epoch and the time to the best validation accuracy.
 """
 
