@@ -6,6 +6,7 @@ from typing import Any, Literal, get_args
 
 import torch
 from torch import Tensor, nn
+from torch.nn import Dropout
 
 from attentive_reader.checks import check_dropout, check_positive
 from attentive_reader.data.batching import ClozeBatch
@@ -14,7 +15,6 @@ from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import GatedExtras, ReaderOutput
 from attentive_reader.models.parts import check_choice
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
-from attentive_reader.nn.dropout import Dropout
 from attentive_reader.nn.encoders import SequenceEncoder
 from attentive_reader.nn.masking import masked_softmax
 
