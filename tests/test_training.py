@@ -340,7 +340,8 @@ def test_every_real_news_config_has_its_reader_early_stopping_and_its_own_logs()
     for config in sorted(folder.glob("*.yaml")):
         settings = yaml.safe_load(config.read_text())
         assert settings["model"]["class_path"].startswith("attentive_reader.models."), config
-        (stopping,) = settings["trainer"]["callbacks"]
+        stopping, speedups = settings["trainer"]["callbacks"]
         assert stopping["init_args"]["monitor"] == "val_acc", config
+        assert speedups["class_path"] == "attentive_reader.cpu_speedups.CpuSpeedups", config
         logger = settings["trainer"]["logger"]["init_args"]
         assert (logger["save_dir"], logger["name"]) == ("runs/real_news", config.stem), config
