@@ -96,15 +96,16 @@ class CpuSpeedups(Callback):
     ) -> None:
         if gru_directions not in ("parallel", "serial"):
             raise ValueError(
-                f"gru_directions must be 'parallel' or 'serial', got {gru_directions!r}"
+                f"gru_directions must be 'parallel' or 'serial', got {gru_directions!r}; "
+                "'serial' keeps the GRU's two directions on one core"
             )
-        self.gru, self.gru_directions = gru, gru_directions
-        self.impatient_steps, self.dropout, self.bf16_fallback = (
-            impatient_steps,
-            dropout,
-            bf16_fallback,
-        )
-        self.allocator, self.denormals = allocator, denormals
+        self.gru = gru
+        self.gru_directions = gru_directions
+        self.impatient_steps = impatient_steps
+        self.dropout = dropout
+        self.bf16_fallback = bf16_fallback
+        self.allocator = allocator
+        self.denormals = denormals
         self.memory = MemoryBound(growth=allocator_growth)
         self.swaps: list[Swap] = []
         self._training_settings = False
