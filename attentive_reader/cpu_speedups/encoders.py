@@ -58,16 +58,20 @@ class FastSequenceEncoder(SequenceEncoder):
         if self.bf16_fallback and bf16_is_emulated(inputs):
             with torch.autocast("cpu", enabled=False):
                 return self.forward(inputs.float(), mask)
-        if not self._fused_applies(inputs):
-            return super().forward(inputs, mask)
-        lengths = mask.sum(dim=1)  # (b,)
+        return super().forward(inputs, mask)
+
+    def read_layer(
+        self, directions: nn.ModuleList, states: Tensor, mask: Tensor, lengths: Tensor
+    ) -> Tensor:
+        """``SequenceEncoder.read_layer``, through the fused GRU where it applies."""
+        if not self._fused_applies(states):
+            return super().read_layer(directions, states, mask, lengths)
+        cells = list(directions)
         reverse = (False, True) if self.bidirectional else (False,)
-        states = inputs
-        for k, directions in enumerate(self.layers):
-            if k > 0:
-                states = self.dropout(states)
-            states = self._read_fused(directions, states, lengths, reverse)  # (b, n, o)
-        return states, self.final_states(states, lengths)
+        if torch.is_autocast_enabled("cpu"):
+            with torch.autocast("cpu", enabled=False):
+                return packed_gru(states.float(), lengths, cells, reverse, self.parallel_directions)
+        return packed_gru(states, lengths, cells, reverse, self.parallel_directions)
 
     def _fused_applies(self, inputs: Tensor) -> bool:
         """A GRU being trained (gradients on) on the CPU, in float32 or float64 or under
@@ -81,14 +85,3 @@ class FastSequenceEncoder(SequenceEncoder):
             and torch.is_grad_enabled()
             and (exact or torch.is_autocast_enabled("cpu"))
         )
-
-    def _read_fused(
-        self, directions: nn.ModuleList, states: Tensor, lengths: Tensor, reverse: tuple[bool, ...]
-    ) -> Tensor:
-        """One GRU layer through ``packed_gru``, outside any autocast: (b, n, d') -> (b, n, o),
-        0 on padding."""
-        cells = list(directions)
-        if torch.is_autocast_enabled("cpu"):
-            with torch.autocast("cpu", enabled=False):
-                return packed_gru(states.float(), lengths, cells, reverse, self.parallel_directions)
-        return packed_gru(states, lengths, cells, reverse, self.parallel_directions)

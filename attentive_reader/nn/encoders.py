@@ -82,14 +82,32 @@ class SequenceEncoder(nn.Module):
             token get zeros in both.
         """
         lengths = mask.sum(dim=1)  # (b,)
-        keep = mask.unsqueeze(-1)  # (b, n, 1)
-        reverse = _reverse_index(lengths, inputs.shape[1]).unsqueeze(-1)  # (b, n, 1)
         states = inputs
         for k, directions in enumerate(self.layers):
             if k > 0:
                 states = self.dropout(states)
-            states = _read_layer(directions, states, keep, reverse)  # (b, n, o), 0 on padding
+            states = self.read_layer(directions, states, mask, lengths)  # (b, n, o)
         return states, self.final_states(states, lengths)
+
+    def read_layer(
+        self, directions: nn.ModuleList, states: Tensor, mask: Tensor, lengths: Tensor
+    ) -> Tensor:
+        """One layer over the padded batch: (b, n, d') -> (b, n, o), 0 on padding. The
+        backward direction reads each sequence reversed within its length.
+
+        Args:
+            directions: the layer's forward (and backward) RNN.
+            states: the layer's input (b, n, d').
+            mask: (b, n) True on real tokens; lengths: (b,) their number.
+        """
+        reverse = _reverse_index(lengths, states.shape[1]).unsqueeze(-1)  # (b, n, 1)
+        outputs = [directions[0](states)[0]]  # (b, n, h)
+        if len(directions) == 2:
+            flipped = _gather_time(states, reverse)  # (b, n, d'): each sequence reversed
+            backward_states = directions[1](flipped)[0]  # (b, n, h)
+            outputs.append(_gather_time(backward_states, reverse))  # back in token order
+        states = torch.cat(outputs, dim=-1) if len(outputs) == 2 else outputs[0]  # (b, n, o)
+        return torch.where(mask.unsqueeze(-1), states, 0.0)
 
     def final_states(self, states: Tensor, lengths: Tensor) -> Tensor:
         """``final`` (b, o) of :meth:`forward` from the top layer's ``states`` (b, n, o) and the
@@ -100,19 +118,6 @@ class SequenceEncoder(nn.Module):
         if self.bidirectional:
             final = torch.cat([final, states[:, 0, h:]], dim=-1)  # (b, 2h) + first backward
         return torch.where((lengths > 0).unsqueeze(-1), final, 0.0)  # (b, o)
-
-
-def _read_layer(directions: nn.ModuleList, states: Tensor, keep: Tensor, reverse: Tensor) -> Tensor:
-    """One layer over the padded batch: the backward direction reads each sequence reversed
-    within its length (``reverse`` (b, n, 1)); (b, n, d') -> (b, n, o), 0 where ``keep`` is
-    False."""
-    outputs = [directions[0](states)[0]]  # (b, n, h)
-    if len(directions) == 2:
-        flipped = _gather_time(states, reverse)  # (b, n, d'): each sequence reversed
-        backward_states = directions[1](flipped)[0]  # (b, n, h)
-        outputs.append(_gather_time(backward_states, reverse))  # back in token order
-    states = torch.cat(outputs, dim=-1) if len(outputs) == 2 else outputs[0]  # (b, n, o)
-    return torch.where(keep, states, 0.0)
 
 
 def set_forget_bias(encoder: SequenceEncoder, value: float) -> None:
