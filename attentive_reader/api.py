@@ -51,8 +51,10 @@ from attentive_reader.api_prepare import (
     load_nlp,
     parse_query,
 )
-from attentive_reader.checkpoint_file import read_checkpoint
-from attentive_reader.checks import check_positive
+from attentive_reader.common.checkpoint_file import read_checkpoint
+from attentive_reader.common.checks import check_positive
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.markers import PLACEHOLDER, entity_index
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
 from attentive_reader.corpus.records import ClozeExample
@@ -60,9 +62,7 @@ from attentive_reader.data.batching import EncodedExample, collate
 from attentive_reader.data.entity_block import EntityFit, fit_encoded, stored_ids
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.data.vocab_sources import datamodule_state
-from attentive_reader.errors import UserError
 from attentive_reader.eval.inference import DeviceName, resolve_device
-from attentive_reader.markers import PLACEHOLDER, entity_index
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.loading import reader_from_checkpoint
 from attentive_reader.models.predictions import Prediction

@@ -22,6 +22,8 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.markers import PLACEHOLDER
 from attentive_reader.corpus.anonymize import EntitySpan, anonymize
 from attentive_reader.corpus.article import normalize_article
 from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
@@ -29,8 +31,6 @@ from attentive_reader.corpus.entities import find_mentions
 from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info
 from attentive_reader.corpus.records import ClozeExample, Skip, Story
 from attentive_reader.corpus.sources import parse_story
-from attentive_reader.errors import UserError
-from attentive_reader.markers import PLACEHOLDER
 
 # How a query may write its one blank: the DeepMind marker, three or more underscores, XXX.
 BLANK = re.compile(rf"{PLACEHOLDER}|_{{3,}}|\bXXX\b")

@@ -29,7 +29,7 @@ def read_checkpoint(
     """
     import torch
 
-    from attentive_reader.errors import UserError
+    from attentive_reader.common.errors import UserError
 
     path = Path(path)
     if content is None and not path.is_file():

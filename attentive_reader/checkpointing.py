@@ -23,8 +23,8 @@ from typing import Any
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import ModelCheckpoint
 
-from attentive_reader.checkpoint_file import read_checkpoint
-from attentive_reader.errors import UserError
+from attentive_reader.common.checkpoint_file import read_checkpoint
+from attentive_reader.common.errors import UserError
 
 
 class ReaderCheckpoint(ModelCheckpoint):

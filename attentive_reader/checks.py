@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 
 def is_positive_int(value: object) -> bool:

@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import NoReturn, TextIO
 
-from attentive_reader.errors import UserError
-from attentive_reader.faults import describe, is_write_fault
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.faults import describe, is_write_fault
 from attentive_reader.version import __version__
 
 # name -> (module, one-line help)

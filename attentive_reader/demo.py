@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from attentive_reader.errors import UserError
-from attentive_reader.shipped_configs import (
+from attentive_reader.common.errors import UserError
+from attentive_reader.training.shipped_configs import (
     config_path,
     configs_dir,
     is_config_name,
@@ -225,7 +225,7 @@ def _preprocess_corpus(options: DemoOptions, out: Path, console: Console) -> tup
 def _train(options: DemoOptions, config: Path, data: Path, out: Path) -> tuple[Any, str]:
     """3. Training through the Lightning CLI with the shipped config and the demo piece: the
     CLI (its trainer, model and data module) and the best checkpoint."""
-    from attentive_reader.training import run_cli
+    from attentive_reader.training.run import run_cli
 
     cli = run_cli(
         [

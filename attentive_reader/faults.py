@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attentive_reader.errors import UserError
-from attentive_reader.locking import output_lock
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.locking import output_lock
 
 # The errors of the machine ``writing`` turns into one line (others keep their traceback).
 WRITE_ERRNOS = frozenset(

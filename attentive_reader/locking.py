@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 # Lock file -> [descriptor, depth] of the locks this process holds (closed in forked children).
 _HELD: dict[Path, list[int]] = {}

@@ -15,9 +15,9 @@ from typing import Any
 
 from pytorch_lightning import Callback, LightningModule, Trainer
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.records import ClozeExample, load_split
 from attentive_reader.data.entity_block import example_fit
-from attentive_reader.errors import UserError
 from attentive_reader.eval.predictions_file import (
     PredictionLine,
     prediction_line,

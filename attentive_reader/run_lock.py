@@ -21,7 +21,7 @@ from typing import Any
 from pytorch_lightning import Trainer
 from pytorch_lightning.utilities import rank_zero_only
 
-from attentive_reader.faults import writing
+from attentive_reader.common.faults import writing
 
 
 def _is_rank_zero() -> bool:

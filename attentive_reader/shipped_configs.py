@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
 

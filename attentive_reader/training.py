@@ -36,13 +36,12 @@ from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities import rank_zero_only
 from pytorch_lightning.utilities.exceptions import MisconfigurationException
 
-from attentive_reader.checkpointing import ReaderCheckpoint
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.upstream import on_subcommand_parser
 from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
-from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
-from attentive_reader.predictions_writer import PredictionsWriter
-from attentive_reader.run_lock import LockingTrainer
-from attentive_reader.training_errors import (
+from attentive_reader.training.checkpointing import ReaderCheckpoint
+from attentive_reader.training.errors import (
     SPECIAL_CKPT_PATHS,
     ParserMistake,
     check_ckpt_path,
@@ -53,8 +52,9 @@ from attentive_reader.training_errors import (
     quiet_lightning,
     resumed_model_options,
 )
-from attentive_reader.upstream import on_subcommand_parser
-from attentive_reader.wall_clock import WallClock
+from attentive_reader.training.predictions_writer import PredictionsWriter
+from attentive_reader.training.run_lock import LockingTrainer
+from attentive_reader.training.wall_clock import WallClock
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 DEFAULT_ROOT_DIR = "runs"

@@ -20,8 +20,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from attentive_reader.errors import UserError
-from attentive_reader.shipped_configs import config_path
+from attentive_reader.common.errors import UserError
+from attentive_reader.training.shipped_configs import config_path
 
 # Lightning's special --ckpt_path values, which name no file.
 SPECIAL_CKPT_PATHS = ("last", "best", "hpc", "registry")

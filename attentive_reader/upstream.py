@@ -33,7 +33,7 @@ def on_subcommand_parser(cls: type) -> type:
     if base is None:
         raise TypeError(
             f"{cls.__name__}: this Lightning version has no LightningCLI."
-            "_prepare_subcommand_parser; attentive_reader/upstream.py needs an update"
+            "_prepare_subcommand_parser; attentive_reader/common/upstream.py needs an update"
         )
     configure: Callable[[Any, Any, str], None] = cls.configure_subcommand_parser
 

@@ -104,7 +104,7 @@ def baselines(data: Path, split: str = "validation") -> dict[str, float]:
 
 def train(config: Path, data: Path, out: Path, epochs: int, seed: int, extra: list[str]) -> dict:
     """Fit ``config`` on ``data`` for ``epochs``; validation accuracy and loss per epoch."""
-    from attentive_reader.training import run_cli
+    from attentive_reader.training.run import run_cli
 
     started = time.perf_counter()
     run_cli(

@@ -6,7 +6,7 @@ Reads the CSV metrics that the real-news configs (``configs/real_news/*.yaml``) 
 from its ``last.ckpt`` (a resumed run writes a new version; each epoch is taken from the
 latest version that logged it), and prints one row per run beside the non-neural baselines
 of the same validation split. Where the run logged its wall time (``train_wall_s``, which the
-training commands log at every epoch's end: ``attentive_reader/wall_clock.py``), the row also
+training commands log at every epoch's end: ``attentive_reader/training/wall_clock.py``), the row also
 gives the median minutes per epoch and the minutes to its best validation accuracy. ``--plot`` draws the curves (the baselines as lines);
 ``--output`` writes the figures as JSON::
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from bench.report import cpu_model  # scripts/ is on sys.path when a script runs
 from learning_curves import baselines
 
-from attentive_reader.wall_clock import METRIC as WALL
+from attentive_reader.training.wall_clock import METRIC as WALL
 
 
 def epochs_of(run: Path) -> dict[str, list[float]]:

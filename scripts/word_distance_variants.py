@@ -34,11 +34,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.markers import PLACEHOLDER, is_entity_marker
 from attentive_reader.corpus.baselines import expected_credit
 from attentive_reader.corpus.records import ClozeExample, load_dataset
-from attentive_reader.errors import UserError
 from attentive_reader.eval.anonymization import cluster_interval
-from attentive_reader.markers import PLACEHOLDER, is_entity_marker
 
 Transform = Callable[[ClozeExample], ClozeExample]
 _NOTHING = "@@no-match"  # a token no context holds

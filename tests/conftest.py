@@ -54,7 +54,7 @@ def reader(trained: TrainedReader):
 # A child process that holds an output's lock until it is killed (a run in progress).
 _HOLDER = """
 import sys, time
-from attentive_reader.locking import output_lock
+from attentive_reader.common.locking import output_lock
 with output_lock(sys.argv[1], sys.argv[2]):
     print("locked", flush=True)
     time.sleep(600)

@@ -27,11 +27,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from attentive_reader.common.markers import entity_marker
 from attentive_reader.corpus.catalog import CATALOG
 from attentive_reader.corpus.questions import SPLIT_FOLDERS, format_question
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.corpus.sources import url_sha1
-from attentive_reader.markers import entity_marker
 
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 from tests.trained_reader import CONTEXT_CAP, ROOT
 
 pytestmark = pytest.mark.slow

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attentive_reader.api_prepare import BLANK, document_text, parse_query
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.article import normalize_article
-from attentive_reader.errors import UserError
 from tests.hostile import (
     DOCUMENT_CODES,
     DOCUMENTS,

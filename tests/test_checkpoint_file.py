@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attentive_reader.checkpoint_file import read_checkpoint
-from attentive_reader.errors import UserError
+from attentive_reader.common.checkpoint_file import read_checkpoint
+from attentive_reader.common.errors import UserError
 
 
 class _Custom:

@@ -19,7 +19,7 @@ import torch
 from attentive_reader.cli import main as cli_main
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.corpus.synthetic.examples import write_examples
-from attentive_reader.training import effective_batch_line, run_cli
+from attentive_reader.training.run import effective_batch_line, run_cli
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,7 +149,7 @@ def test_the_effective_batch_of_the_multinode_layout():
 
 
 def test_the_best_line_on_ctrl_c_and_without_a_validation(tmp_path, capsys):
-    from attentive_reader.checkpointing import ReaderCheckpoint
+    from attentive_reader.training.checkpointing import ReaderCheckpoint
 
     callback = ReaderCheckpoint(monitor="val_acc", mode="max", save_last=True)
     trainer = SimpleNamespace(is_global_zero=True, fast_dev_run=False)

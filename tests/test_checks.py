@@ -1,16 +1,16 @@
-"""The shared argument checks (``attentive_reader.checks``)."""
+"""The shared argument checks (``attentive_reader.common.checks``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from attentive_reader.checks import (
+from attentive_reader.common.checks import (
     check_positive,
     check_positive_options,
     check_positive_or_none,
     is_positive_int,
 )
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from attentive_reader.cli import main as cli_main
+from attentive_reader.common.errors import UserError
 from attentive_reader.demo import DemoOptions, reader_config, run_demo
-from attentive_reader.errors import UserError
-from attentive_reader.shipped_configs import shipped_readers
+from attentive_reader.training.shipped_configs import shipped_readers
 
 
 @pytest.mark.slow

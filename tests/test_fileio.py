@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from attentive_reader.fileio import (
+from attentive_reader.common.fileio import (
     digest_of,
     place,
     replacing,

@@ -187,7 +187,7 @@ def test_renames_into_place_and_long_functions_live_in_few_places():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if node.end_lineno - node.lineno + 1 > 80:
                     long.append(f"{name}:{node.lineno} {node.name}")
-    assert {r.split(":")[0] for r in renames} <= {"attentive_reader.fileio"}, renames
+    assert {r.split(":")[0] for r in renames} <= {"attentive_reader.common.fileio"}, renames
     assert not long, "functions over 80 lines:\n" + "\n".join(long)
 
 

@@ -12,12 +12,12 @@ import time
 import pytest
 
 from attentive_reader.cli import main as cli_main
-from attentive_reader.faults import OutputError, describe, format_size, writing
-from attentive_reader.locking import OutputInUse, holder, lock_path, output_lock
+from attentive_reader.common.faults import OutputError, describe, format_size, writing
+from attentive_reader.common.locking import OutputInUse, holder, lock_path, output_lock
 
 TRY_LOCK = """
 import sys
-from attentive_reader.locking import OutputInUse, output_lock
+from attentive_reader.common.locking import OutputInUse, output_lock
 try:
     with output_lock(sys.argv[1], "test"):
         print("locked")
@@ -143,7 +143,7 @@ def test_the_console_entry_tells_a_stray_fault_in_one_line(monkeypatch, capsys):
 def test_waiting_lock_makes_a_second_holder_wait_for_the_first(tmp_path):
     import threading
 
-    from attentive_reader.locking import waiting_lock
+    from attentive_reader.common.locking import waiting_lock
 
     lock_file = tmp_path / "cache" / ".vocab.lock"
     order: list[str] = []

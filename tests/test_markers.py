@@ -1,10 +1,10 @@
-"""The markers of anonymized text (``attentive_reader.markers``)."""
+"""The markers of anonymized text (``attentive_reader.common.markers``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from attentive_reader.markers import (
+from attentive_reader.common.markers import (
     ENTITY_PREFIX,
     PLACEHOLDER,
     entity_index,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from attentive_reader.cli import main as cli
+from attentive_reader.common.markers import entity_index, is_entity_marker
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.corpus.synthetic.words import CITIES, COUNTRIES
 from attentive_reader.data.datamodule import ClozeDataModule
@@ -20,8 +21,7 @@ from attentive_reader.data.entity_block import example_fit
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.eval.evaluation import evaluate, load_examples
 from attentive_reader.eval.inference import load_checkpoint
-from attentive_reader.markers import entity_index, is_entity_marker
-from attentive_reader.training import run_cli
+from attentive_reader.training.run import run_cli
 from tests.trained_reader import ROOT, fit_tiny_reader, make_tiny_data
 
 QUIET = ["--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]

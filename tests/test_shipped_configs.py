@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from attentive_reader.cli import main
-from attentive_reader.errors import UserError
-from attentive_reader.shipped_configs import config_path, configs_dir, shipped_configs
+from attentive_reader.common.errors import UserError
+from attentive_reader.training.shipped_configs import config_path, configs_dir, shipped_configs
 from tests.trained_reader import ROOT
 
 

@@ -13,10 +13,10 @@ import torch
 import yaml
 
 from attentive_reader.cli import main as cli_main
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.synthetic.toy import write_toy_dataset
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.vocab import Vocabulary
-from attentive_reader.errors import UserError
 from attentive_reader.models import AttentiveReader
 from attentive_reader.models.loading import load_reader
 from tests.trainers import quiet_trainer
@@ -252,7 +252,7 @@ def test_a_shipped_config_runs_fit_with_the_cpu_speedups_and_saves_them_in_its_c
     and all is given back when ``fit`` ends."""
     from attentive_reader.cpu_speedups import CpuSpeedups, allocator, denormals
     from attentive_reader.cpu_speedups.dropout import FastDropout
-    from attentive_reader.training import run_cli
+    from attentive_reader.training.run import run_cli
 
     seen: list[tuple[bool, bool, type]] = []
     monkeypatch.setattr(

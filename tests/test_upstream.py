@@ -1,4 +1,4 @@
-"""Each private attribute of Lightning and ``datasets`` that ``attentive_reader.upstream``
+"""Each private attribute of Lightning and ``datasets`` that ``attentive_reader.common.upstream``
 reads, checked against the installed versions, so that an upgrade breaks here."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 import pytorch_lightning as pl
 from pytorch_lightning.cli import LightningCLI
 
-from attentive_reader.upstream import (
+from attentive_reader.common.upstream import (
     dataset_fingerprint,
     on_subcommand_parser,
     uses_distributed_sampler,

@@ -1,7 +1,7 @@
 """``WallClock``: the run's wall time logged at each epoch's end, carried across a resume."""
 
-from attentive_reader import wall_clock
-from attentive_reader.wall_clock import WallClock
+from attentive_reader.training import wall_clock
+from attentive_reader.training.wall_clock import WallClock
 
 
 class Clock:

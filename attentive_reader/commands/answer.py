@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from attentive_reader.commands import add_device_argument
-from attentive_reader.errors import UserError
-from attentive_reader.faults import writing
-from attentive_reader.fileio import replacing, write_text_atomic
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.faults import writing
+from attentive_reader.common.fileio import replacing, write_text_atomic
 
 if TYPE_CHECKING:
     from attentive_reader.api import Answer, Reader

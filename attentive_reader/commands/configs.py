@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from attentive_reader.shipped_configs import configs_dir, shipped_configs, summary
+from attentive_reader.training.shipped_configs import configs_dir, shipped_configs, summary
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,11 +14,11 @@ import argparse
 
 from rich.console import Console
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.faults import format_size
 from attentive_reader.corpus.catalog import CATALOG
 from attentive_reader.corpus.download import custom, download, resolve
 from attentive_reader.corpus.fetch import FetchOptions
-from attentive_reader.errors import UserError
-from attentive_reader.faults import format_size
 
 
 def _catalog_text() -> str:

@@ -63,8 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run ``attentive-reader encode`` with ``argv`` (without the command name)."""
     args = build_parser().parse_args(argv)
+    from attentive_reader.common.errors import UserError
     from attentive_reader.data.datamodule import ClozeDataModule
-    from attentive_reader.errors import UserError
 
     try:
         module = ClozeDataModule(

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 from attentive_reader.commands import add_device_argument
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.faults import writing
 from attentive_reader.corpus.records import SPLITS
-from attentive_reader.errors import UserError
 from attentive_reader.eval.evaluation import evaluate
 from attentive_reader.eval.report import DEFAULT_CANDIDATE_EDGES, DEFAULT_LENGTH_EDGES
-from attentive_reader.faults import writing
 
 
 def build_parser() -> argparse.ArgumentParser:

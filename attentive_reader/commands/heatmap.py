@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from attentive_reader.commands import add_device_argument
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.faults import writing
 from attentive_reader.corpus.records import SPLITS
-from attentive_reader.errors import UserError
-from attentive_reader.faults import writing
 from attentive_reader.viz import SCALES, checkpoint_heatmaps, write_heatmaps
 
 

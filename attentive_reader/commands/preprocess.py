@@ -13,10 +13,10 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from rich.console import Console
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.console import print_report
 from attentive_reader.corpus.options import OptionSpec, PreprocessOptions
 from attentive_reader.corpus.preprocess import preprocess
-from attentive_reader.errors import UserError
 
 EPILOG = """\
 inputs (any mix, in order):

@@ -19,7 +19,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from attentive_reader.commands import add_device_argument
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 from attentive_reader.serve.pool import DEFAULT_QUEUE, DEFAULT_TIMEOUT, cores
 
 if TYPE_CHECKING:

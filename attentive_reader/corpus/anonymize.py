@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from attentive_reader.markers import PLACEHOLDER, entity_marker, is_entity_marker
+from attentive_reader.common.markers import PLACEHOLDER, entity_marker, is_entity_marker
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from attentive_reader.checks import check_positive
+from attentive_reader.common.checks import check_positive
+from attentive_reader.common.markers import PLACEHOLDER
 from attentive_reader.corpus.records import ClozeExample
-from attentive_reader.markers import PLACEHOLDER
 
 BaselineName = Literal["maximum_frequency", "exclusive_frequency", "word_distance"]
 BASELINES: tuple[BaselineName, ...] = (

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 
 from spacy.tokens import Doc
 
-from attentive_reader.checks import check_positive_or_none
+from attentive_reader.common.checks import check_positive_or_none
+from attentive_reader.common.markers import entity_marker, is_entity_marker
 from attentive_reader.corpus.aliases import Alias, alias_table, find_aliases
 from attentive_reader.corpus.anonymize import (
     EntitySpan,
@@ -49,7 +50,6 @@ from attentive_reader.corpus.anonymize import (
 from attentive_reader.corpus.entities import DEFAULT_LABELS, Entity, Key, find_mentions
 from attentive_reader.corpus.grouping import group_mentions
 from attentive_reader.corpus.records import ClozeExample, Skip, Story, safe_id
-from attentive_reader.markers import entity_marker, is_entity_marker
 
 
 @dataclass(frozen=True)

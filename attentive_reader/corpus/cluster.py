@@ -38,11 +38,11 @@ from distributed import Client, Future, WorkerPlugin, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 from spacy.language import Language
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.manifest import ShardCounts
 from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info
 from attentive_reader.corpus.shards import ShardTask, finished_shard
 from attentive_reader.corpus.workers import run_shard
-from attentive_reader.errors import UserError
 from attentive_reader.version import __version__
 
 # How long the driver waits for the scheduler to answer, and for a first worker to join it.

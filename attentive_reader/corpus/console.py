@@ -26,11 +26,11 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from attentive_reader.common.faults import WriteGuard, format_size, size_of
 from attentive_reader.corpus.manifest import comparison_table, counts_table
 from attentive_reader.corpus.options import PreprocessOptions
 from attentive_reader.corpus.shards import WorkItem, item_json, shard_paths
 from attentive_reader.corpus.sources import split_input
-from attentive_reader.faults import WriteGuard, format_size, size_of
 
 if TYPE_CHECKING:
     from attentive_reader.corpus.options import PreprocessResult

@@ -30,11 +30,11 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.faults import format_size, writing
+from attentive_reader.common.fileio import place
 from attentive_reader.corpus.catalog import CATALOG, Corpus, RemoteFile
 from attentive_reader.corpus.fetch import FetchError, FetchOptions, fetch
-from attentive_reader.errors import UserError
-from attentive_reader.faults import format_size, writing
-from attentive_reader.fileio import place
 
 PARTIAL_SUFFIX = ".part"
 _SHA256 = re.compile(r"[0-9a-f]{64}")

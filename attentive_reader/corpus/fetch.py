@@ -23,8 +23,8 @@ from pathlib import Path
 from urllib.error import HTTPError, URLError
 from urllib.request import HTTPCookieProcessor, OpenerDirector, Request, build_opener
 
+from attentive_reader.common.faults import format_size
 from attentive_reader.corpus import drive
-from attentive_reader.faults import format_size
 from attentive_reader.version import __version__
 
 CHUNK = 1 << 20

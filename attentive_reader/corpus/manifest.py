@@ -20,8 +20,8 @@ from pathlib import Path
 
 from rich.table import Table
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.records import SPLITS, ClozeExample, Skip
-from attentive_reader.errors import UserError
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "attentive-reader/cloze-dataset"

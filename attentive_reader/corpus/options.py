@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from attentive_reader.checks import check_positive
+from attentive_reader.common.checks import check_positive
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
 from attentive_reader.corpus.sources.splits import PUBLISHER_DOMAINS, Publisher

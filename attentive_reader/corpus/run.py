@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 from spacy.language import Language
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.fileio import write_json_atomic
 from attentive_reader.corpus.grouping import GROUPING_RULES_VERSION
 from attentive_reader.corpus.options import PreprocessOptions
 from attentive_reader.corpus.outdir import RUN_FILE, SHARDS_DIR, TMP_DIR, prepare_output, run_state
@@ -29,8 +31,6 @@ from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info, resol
 from attentive_reader.corpus.shards import input_identity
 from attentive_reader.corpus.sources import QUESTION_KINDS, UrlLists
 from attentive_reader.corpus.workers import ShardPool
-from attentive_reader.errors import UserError
-from attentive_reader.fileio import write_json_atomic
 from attentive_reader.version import __version__
 
 if TYPE_CHECKING:  # the optional engine (pip install "attentive-reader[cluster]")

@@ -22,11 +22,11 @@ from concurrent.futures.process import BrokenProcessPool
 
 from spacy.language import Language
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.faults import is_write_fault
 from attentive_reader.corpus.manifest import ShardCounts
 from attentive_reader.corpus.pipeline import load_pipeline
 from attentive_reader.corpus.shards import ShardTask, process_shard
-from attentive_reader.errors import UserError
-from attentive_reader.faults import is_write_fault
 
 # The pipeline of a worker process, set once by ``_start_worker`` (never in the driver).
 _PIPELINE: Language | None = None

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
-from attentive_reader.checks import check_positive
+from attentive_reader.common.checks import check_positive
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,12 @@ import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader
 
-from attentive_reader.checkpoint_file import read_checkpoint
-from attentive_reader.checks import check_positive, check_positive_or_none
+from attentive_reader.common.checkpoint_file import read_checkpoint
+from attentive_reader.common.checks import check_positive, check_positive_or_none
+from attentive_reader.common.errors import EmptySplitWarning, UserError
+from attentive_reader.common.fileio import digest_of
+from attentive_reader.common.markers import entity_index, entity_marker
+from attentive_reader.common.upstream import uses_distributed_sampler
 from attentive_reader.corpus.manifest import (
     identity_difference,
     preprocessing_identity,
@@ -41,10 +45,6 @@ from attentive_reader.data.vocab_sources import (
     read_vocabulary,
     token_counts,
 )
-from attentive_reader.errors import EmptySplitWarning, UserError
-from attentive_reader.fileio import digest_of
-from attentive_reader.markers import entity_index, entity_marker
-from attentive_reader.upstream import uses_distributed_sampler
 
 __all__ = [
     "ClozeDataModule",

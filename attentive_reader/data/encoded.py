@@ -44,14 +44,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.faults import is_write_fault
+from attentive_reader.common.fileio import digest_of, place, write_text_atomic
+from attentive_reader.common.locking import waiting_lock
+from attentive_reader.common.markers import ENTITY_PREFIX, MARKER_PATTERN
+from attentive_reader.common.upstream import dataset_fingerprint
 from attentive_reader.data.entity_block import beyond_block_id
 from attentive_reader.data.vocab import Vocabulary
-from attentive_reader.errors import UserError
-from attentive_reader.faults import is_write_fault
-from attentive_reader.fileio import digest_of, place, write_text_atomic
-from attentive_reader.locking import waiting_lock
-from attentive_reader.markers import ENTITY_PREFIX, MARKER_PATTERN
-from attentive_reader.upstream import dataset_fingerprint
 
 FORMAT_VERSION = 1
 CACHE_FOLDER = ".encoded"  # inside the dataset directory when it is writable

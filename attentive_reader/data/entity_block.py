@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from attentive_reader.common.markers import entity_index, is_entity_marker
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.data.vocab import EntityOutOfRange, Vocabulary
-from attentive_reader.markers import entity_index, is_entity_marker
 
 if TYPE_CHECKING:  # batching loads torch; heatmap pages use this module without it
     from attentive_reader.data.batching import EncodedExample

@@ -10,11 +10,11 @@ import datasets
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.fileio import digest_of
+from attentive_reader.common.markers import ENTITY_PREFIX, MARKER_PATTERN, entity_marker
 from attentive_reader.data.encoded import cached_json, split_fingerprint
 from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES
-from attentive_reader.errors import UserError
-from attentive_reader.fileio import digest_of
-from attentive_reader.markers import ENTITY_PREFIX, MARKER_PATTERN, entity_marker
 
 
 def largest_entity_numbers(splits: Mapping[str, datasets.Dataset], cache: Path) -> dict[str, int]:

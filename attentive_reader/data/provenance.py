@@ -15,14 +15,14 @@ from pathlib import Path
 
 import datasets
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.fileio import digest_of
+from attentive_reader.common.upstream import dataset_fingerprint
 from attentive_reader.corpus.baselines import expected_credit
 from attentive_reader.corpus.manifest import MANIFEST_NAME, read_manifest
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.corpus.synthetic.files import synthetic_origin
 from attentive_reader.data.encoded import cached_json, split_fingerprint
-from attentive_reader.errors import UserError
-from attentive_reader.fileio import digest_of
-from attentive_reader.upstream import dataset_fingerprint
 
 BASELINE = "exclusive_frequency"
 _COLUMNS = ["context", "query", "answer", "candidates"]

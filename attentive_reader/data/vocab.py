@@ -13,7 +13,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from attentive_reader.markers import PLACEHOLDER, entity_index, entity_marker, is_entity_marker
+from attentive_reader.common.markers import (
+    PLACEHOLDER,
+    entity_index,
+    entity_marker,
+    is_entity_marker,
+)
 
 PAD_TOKEN = "<pad>"
 UNK_TOKEN = "<unk>"

@@ -11,9 +11,9 @@ from pathlib import Path
 import datasets
 import pyarrow.compute as pc
 
-from attentive_reader.checkpoint_file import read_checkpoint
+from attentive_reader.common.checkpoint_file import read_checkpoint
+from attentive_reader.common.errors import UserError
 from attentive_reader.data.vocab import Vocabulary
-from attentive_reader.errors import UserError
 
 VOCAB_FILE = "vocab.json"
 PIPELINE_FILE = "pipeline.json"  # the preprocessing identity, beside vocab.json

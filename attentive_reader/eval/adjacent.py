@@ -29,10 +29,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from attentive_reader.common.markers import is_entity_marker
 from attentive_reader.corpus.names import is_known_form, is_place
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.eval.anonymization import cluster_interval, related_kind
-from attentive_reader.markers import is_entity_marker
 
 AdjacentKind = Literal["related", "lowercase", "place or demonym", "names"]
 ADJACENT_KINDS: tuple[AdjacentKind, ...] = ("related", "lowercase", "place or demonym", "names")

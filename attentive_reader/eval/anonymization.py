@@ -38,11 +38,11 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 
+from attentive_reader.common.markers import PLACEHOLDER, is_entity_marker
 from attentive_reader.corpus.baselines import BASELINES, score_baselines
 from attentive_reader.corpus.names import canonical_form, form_key, is_place
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.eval.report import correct_flags
-from attentive_reader.markers import PLACEHOLDER, is_entity_marker
 
 # Hermann et al. (2015), Table 4 (test accuracy, %) and Table 1 (entities per document).
 PUBLISHED: dict[str, dict[str, float]] = {

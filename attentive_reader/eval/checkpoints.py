@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.markers import entity_index
 from attentive_reader.corpus.records import ClozeExample, Split
-from attentive_reader.errors import UserError
 from attentive_reader.eval.predictions_file import PredictionLine, prediction_line
-from attentive_reader.markers import entity_index
 
 if TYPE_CHECKING:
     from attentive_reader.data.entity_block import EntityFit

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attentive_reader.checks import check_positive_options
+from attentive_reader.common.checks import check_positive_options
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.fileio import write_json_atomic
 from attentive_reader.corpus.baselines import score_baselines
 from attentive_reader.corpus.manifest import read_manifest
 from attentive_reader.corpus.records import SPLITS, ClozeExample, Split, load_split
-from attentive_reader.errors import UserError
 from attentive_reader.eval.checkpoints import CheckpointInfo, read_checkpoints
 from attentive_reader.eval.predictions_file import PredictionLine, write_predictions
 from attentive_reader.eval.report import (
@@ -33,7 +34,6 @@ from attentive_reader.eval.report import (
     build_report,
     markdown_tables,
 )
-from attentive_reader.fileio import write_json_atomic
 from attentive_reader.version import __version__
 
 

@@ -19,12 +19,12 @@ import torch
 from pytorch_lightning.utilities import move_data_to_device
 from torch.utils.data import DataLoader, Subset
 
-from attentive_reader.checkpoint_file import read_checkpoint
-from attentive_reader.checks import check_positive
+from attentive_reader.common.checkpoint_file import read_checkpoint
+from attentive_reader.common.checks import check_positive
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.records import Split
 from attentive_reader.data.batching import ClozeBatch, collate
 from attentive_reader.data.datamodule import ClozeDataModule
-from attentive_reader.errors import UserError
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.loading import reader_from_checkpoint
 from attentive_reader.models.predictions import BatchPrediction

@@ -17,9 +17,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attentive_reader.common.fileio import write_text_atomic
+from attentive_reader.common.markers import entity_index, entity_marker
 from attentive_reader.corpus.records import ClozeExample
-from attentive_reader.fileio import write_text_atomic
-from attentive_reader.markers import entity_index, entity_marker
 
 if TYPE_CHECKING:
     from attentive_reader.data.entity_block import EntityFit

@@ -17,11 +17,11 @@ from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor, nn
 from torchmetrics.classification import MulticlassAccuracy
 
-from attentive_reader.checks import check_positive
+from attentive_reader.common.checks import check_positive
+from attentive_reader.common.errors import UserError
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.entity_block import UNANSWERABLE
 from attentive_reader.data.vocab import Vocabulary
-from attentive_reader.errors import UserError
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.predictions import BatchPrediction
 from attentive_reader.models.provenance import PROVENANCE_KEY, training_record

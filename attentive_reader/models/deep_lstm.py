@@ -8,7 +8,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from attentive_reader.checks import check_dropout
+from attentive_reader.common.checks import check_dropout
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import ReaderOutput

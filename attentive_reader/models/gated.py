@@ -8,7 +8,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import Dropout
 
-from attentive_reader.checks import check_dropout, check_positive
+from attentive_reader.common.checks import check_dropout, check_positive
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.base import ClozeReader

@@ -20,7 +20,7 @@ from typing import Any, Literal, get_args
 import torch
 from torch import Tensor, nn
 
-from attentive_reader.checks import check_positive
+from attentive_reader.common.checks import check_positive
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models.base import Stage

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attentive_reader.checks import check_positive
+from attentive_reader.common.checks import check_positive
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import Stage
 from attentive_reader.models.output import HardExtras, ReaderOutput

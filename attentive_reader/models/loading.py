@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from attentive_reader.checkpoint_file import read_checkpoint
-from attentive_reader.errors import UserError
+from attentive_reader.common.checkpoint_file import read_checkpoint
+from attentive_reader.common.errors import UserError
 from attentive_reader.models.base import ClozeReader, check_weights_fit
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from attentive_reader.common.markers import entity_marker
 from attentive_reader.data.batching import ClozeBatch
-from attentive_reader.markers import entity_marker
 from attentive_reader.models.output import GatedExtras, ReaderExtras, ReaderOutput
 
 

@@ -28,7 +28,7 @@ from typing import Literal, get_args
 import torch
 from torch import Tensor, nn
 
-from attentive_reader.checks import check_positive
+from attentive_reader.common.checks import check_positive
 from attentive_reader.nn.masking import masked_softmax
 
 ScorerName = Literal["additive", "dot", "cosine", "bilinear"]

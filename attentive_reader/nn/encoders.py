@@ -13,7 +13,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from attentive_reader.checks import check_dropout, check_positive
+from attentive_reader.common.checks import check_dropout, check_positive
 
 RnnName = Literal["lstm", "gru"]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attentive_reader.checks import check_positive
+from attentive_reader.common.checks import check_positive
 from attentive_reader.nn.masking import masked_softmax
 
 

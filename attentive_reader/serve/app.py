@@ -32,9 +32,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.markers import PLACEHOLDER
 from attentive_reader.corpus.records import SPLITS, ClozeExample
-from attentive_reader.errors import UserError
-from attentive_reader.markers import PLACEHOLDER
 from attentive_reader.serve.body import read_form
 from attentive_reader.serve.headers import SecuredStarlette
 from attentive_reader.serve.info import model_info

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 from attentive_reader.serve.body import read_body
 from attentive_reader.serve.problems import Problem, from_user_error
 

@@ -45,8 +45,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from attentive_reader.checks import check_positive
-from attentive_reader.errors import UserError
+from attentive_reader.common.checks import check_positive
+from attentive_reader.common.errors import UserError
 from attentive_reader.serve.problems import Problem
 from attentive_reader.serve.workers import (
     Done,

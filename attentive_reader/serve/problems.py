@@ -8,7 +8,7 @@ for a worker) and becomes one response: JSON ``{"error": code, "message": ...}``
 
 from __future__ import annotations
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 
 class Problem(Exception):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 
 if TYPE_CHECKING:
     from multiprocessing.context import SpawnProcess

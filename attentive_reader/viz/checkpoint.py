@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attentive_reader.checks import check_positive_options
+from attentive_reader.common.checks import check_positive_options
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.records import SPLITS, ClozeExample
-from attentive_reader.errors import UserError
 from attentive_reader.viz.heatmap import HeatmapExample, heatmap_examples
 
 if TYPE_CHECKING:

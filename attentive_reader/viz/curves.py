@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attentive_reader.fileio import replacing
+from attentive_reader.common.fileio import replacing
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

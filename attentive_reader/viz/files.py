@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from attentive_reader.faults import writing
-from attentive_reader.fileio import replacing
+from attentive_reader.common.faults import writing
+from attentive_reader.common.fileio import replacing
 from attentive_reader.viz.heatmap import HeatmapExample, Scale
 from attentive_reader.viz.html import IndexEntry, render_html, render_index
 from attentive_reader.viz.png import render_png

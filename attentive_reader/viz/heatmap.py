@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from attentive_reader.common.markers import entity_index, entity_marker
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.data.entity_block import example_fit
-from attentive_reader.markers import entity_index, entity_marker
 
 if TYPE_CHECKING:
     from attentive_reader.models.predictions import BatchPrediction, Prediction

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from attentive_reader.markers import PLACEHOLDER
+from attentive_reader.common.markers import PLACEHOLDER
 from attentive_reader.viz.heatmap import HeatmapExample, Scale, colour, intensities
 
 # The outline of each mark (colour, width in points), strongest first: a token with several

@@ -18,8 +18,8 @@ def run_preprocess(settings: Settings, say) -> dict | None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/
     import benchmark_preprocess as bp
 
+    from attentive_reader.common.errors import UserError
     from attentive_reader.corpus.pipeline import load_pipeline
-    from attentive_reader.errors import UserError
 
     if not bp.DATA.is_dir():
         say(f"preprocess: skipped, no sample data at {bp.DATA}")

@@ -80,7 +80,7 @@ def shipped_entries() -> list[Entry]:
     left out (``SCHEDULE_OPTIONS``)."""
     import yaml
 
-    from attentive_reader.shipped_configs import configs_dir, shipped_readers
+    from attentive_reader.training.shipped_configs import configs_dir, shipped_readers
 
     entries = []
     for name in shipped_readers():

@@ -8,10 +8,10 @@ import importlib.util
 import pytest
 from spacy.language import Language
 
+from attentive_reader.common.markers import PLACEHOLDER, is_entity_marker
 from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
 from attentive_reader.corpus.pipeline import load_pipeline
 from attentive_reader.corpus.records import ClozeExample, Skip, Story, safe_id
-from attentive_reader.markers import PLACEHOLDER, is_entity_marker
 from tests.corpus.pipelines import ruler
 
 

@@ -28,9 +28,9 @@ from distributed import LocalCluster
 from distributed.utils import get_mp_context
 
 from attentive_reader.cli import main as cli_main
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
 from attentive_reader.corpus.records import SPLITS
-from attentive_reader.errors import UserError
 from tests.corpus import cluster_components  # noqa: F401  (registers test_block_once here)
 from tests.corpus.pipelines import corpus_patterns, preprocess_options
 

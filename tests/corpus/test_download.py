@@ -17,11 +17,11 @@ import pytest
 
 from attentive_reader.cli import main
 from attentive_reader.commands.download import build_parser
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus import drive
 from attentive_reader.corpus.catalog import CATALOG, DMQA_PAGE
 from attentive_reader.corpus.download import custom, download
 from attentive_reader.corpus.fetch import FetchOptions
-from attentive_reader.errors import UserError
 from tests.downloads import (
     TOKEN,
     LoopbackServer,

@@ -13,12 +13,12 @@ import pytest
 import spacy
 from spacy.language import Language
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus import pipeline
 from attentive_reader.corpus.aliases import Alias, alias_table, find_aliases, match_aliases
 from attentive_reader.corpus.entities import find_mentions
 from attentive_reader.corpus.grouping import group_mentions
 from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info, resolve_model
-from attentive_reader.errors import UserError
 from tests.corpus.pipelines import LABELS, groups, ruler
 
 # --- model resolution and loading ---------------------------------------------------------

@@ -4,6 +4,7 @@ import datasets
 import pytest
 
 from attentive_reader.cli import main
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.questions import (
     export_questions,
     format_question,
@@ -12,7 +13,6 @@ from attentive_reader.corpus.questions import (
 )
 from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample, Skip
 from attentive_reader.corpus.sources import detect_kind, url_sha1
-from attentive_reader.errors import UserError
 from tests.downloads import write_question_archive
 
 from .fixtures import cloze_example, question_text, write_bytes, write_question, write_tgz

@@ -6,6 +6,7 @@ import datasets
 import huggingface_hub.constants
 import pytest
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.records import Skip, Story, safe_id
 from attentive_reader.corpus.sources import (
     UrlLists,
@@ -16,7 +17,6 @@ from attentive_reader.corpus.sources import (
     parse_story,
     url_sha1,
 )
-from attentive_reader.errors import UserError
 
 from .fixtures import (
     random_stories,

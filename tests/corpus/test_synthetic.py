@@ -426,8 +426,8 @@ def test_the_toy_dataset_is_its_examples_with_the_normal_manifest(tmp_path):
 
 
 def test_synthesize_refuses_an_earlier_corpus_without_touching_it(tmp_path):
+    from attentive_reader.common.errors import UserError
     from attentive_reader.corpus.synthetic import synthesize
-    from attentive_reader.errors import UserError
 
     info = synthesize(tmp_path / "c", 6, seed=2, shape=COMPACT_SHAPE)
     assert info["stories"] == 6 and info["shape"] == "compact"

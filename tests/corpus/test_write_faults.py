@@ -17,10 +17,10 @@ import pytest
 import attentive_reader.corpus.preprocess as driver
 import attentive_reader.corpus.questions as questions
 from attentive_reader.cli import main as cli_main
+from attentive_reader.common.faults import OutputError
+from attentive_reader.common.locking import OutputInUse, lock_path
 from attentive_reader.corpus.preprocess import merge, preprocess
 from attentive_reader.corpus.questions import export_questions
-from attentive_reader.faults import OutputError
-from attentive_reader.locking import OutputInUse, lock_path
 from tests.corpus.pipelines import dataset_rows, preprocess_options
 
 

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.manifest import MANIFEST_FORMAT
 from attentive_reader.data.datamodule import ClozeDataModule, PreprocessingWarning
 from attentive_reader.data.vocab import DEFAULT_NUM_ENTITIES, Vocabulary
 from attentive_reader.data.vocab_sources import DATAMODULE_STATE
-from attentive_reader.errors import UserError
 from tests.corpus.fixtures import numbered_example, write_dataset
 
 TRAIN = [

@@ -8,6 +8,7 @@ import sys
 import datasets
 import pytest
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.questions import export_questions
 from attentive_reader.corpus.records import (
     CLOZE_FEATURES,
@@ -17,7 +18,6 @@ from attentive_reader.corpus.records import (
     load_split,
 )
 from attentive_reader.data.datamodule import ClozeDataModule
-from attentive_reader.errors import UserError
 from attentive_reader.eval.evaluation import load_examples
 
 ROW = ClozeExample(

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.markers import entity_index
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.data import encoded
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.entity_block import stored_ids
 from attentive_reader.data.vocab import Vocabulary
-from attentive_reader.errors import UserError
-from attentive_reader.markers import entity_index
 from tests.corpus.fixtures import write_dataset
 
 

@@ -7,10 +7,10 @@ import json
 import datasets
 import pytest
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.synthetic.examples import write_examples
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.provenance import data_provenance, generated_by
-from attentive_reader.errors import UserError
 from tests.corpus.fixtures import numbered_example  # candidates: the markers, in order
 
 VALIDATION = [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from attentive_reader.cli import main as cli
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 from attentive_reader.eval import Report, evaluate, load_examples
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attentive_reader.errors import UserError
+from attentive_reader.common.errors import UserError
 from attentive_reader.models.loading import load_reader
 
 from . import reference_readers as ref

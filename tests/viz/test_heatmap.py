@@ -240,7 +240,7 @@ def undisturbed(tmp_path_factory):
 
 def test_heatmaps_refuse_a_second_run(tmp_path, lock_holder, capsys):
     from attentive_reader.cli import main as cli_main
-    from attentive_reader.locking import OutputInUse
+    from attentive_reader.common.locking import OutputInUse
 
     out = tmp_path / "heatmaps"
     first = lock_holder(out, "heatmap")
@@ -260,7 +260,7 @@ def test_a_fault_while_writing_heatmaps_never_looks_complete(
     import os
     from pathlib import Path
 
-    from attentive_reader.faults import OutputError
+    from attentive_reader.common.faults import OutputError
 
     out = tmp_path / "heatmaps"
     write_heatmaps(_three(), out)  # an older run's index is there: it must go
@@ -284,7 +284,7 @@ def test_a_fault_while_writing_heatmaps_never_looks_complete(
 
 
 def test_heatmaps_on_a_real_full_disk_then_more_space(small_disk, undisturbed):
-    from attentive_reader.faults import OutputError
+    from attentive_reader.common.faults import OutputError
 
     out = small_disk.path / "heatmaps"
     with pytest.raises(OutputError, match="is full: "):

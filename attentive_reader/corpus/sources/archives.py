@@ -13,8 +13,8 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.records import Skip
-from attentive_reader.errors import UserError
 
 # What a damaged gzip stream or tar archive raises while it is read.
 ARCHIVE_ERRORS = (tarfile.TarError, EOFError, zlib.error, OSError)

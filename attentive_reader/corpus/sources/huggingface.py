@@ -9,11 +9,11 @@ import socket
 from collections.abc import Iterator, Sequence
 from urllib.parse import urlparse
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.article import normalize_article
 from attentive_reader.corpus.records import SPLITS, Skip, Story, safe_id
 from attentive_reader.corpus.sources.inputs import HF_FILE_BUILDERS, SPLIT_ALIASES, split_input
 from attentive_reader.corpus.sources.splits import text_sha1, url_sha1
-from attentive_reader.errors import UserError
 
 
 def _first_line(err: BaseException) -> str:

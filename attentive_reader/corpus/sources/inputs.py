@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.records import SPLITS
 from attentive_reader.corpus.sources.archives import first_member_suffix
-from attentive_reader.errors import UserError
 
 InputKind = Literal["stories", "archive", "hf_files", "questions", "question_archive", "hf_hub"]
 # The kinds read as examples (DeepMind's anonymized data: no NER), not as stories.

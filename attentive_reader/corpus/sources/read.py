@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.records import Skip, Story
 from attentive_reader.corpus.sources.huggingface import iter_hf_file, iter_hub
 from attentive_reader.corpus.sources.inputs import detect_kind
 from attentive_reader.corpus.sources.stories import iter_archive, iter_story_files
-from attentive_reader.errors import UserError
 
 _STRICT_HINT = "(--strict stops at the first bad input; leave it out to count and skip it)"
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.records import SPLITS
-from attentive_reader.errors import UserError
 
 # url list file -> split (the layout of the CNN / Daily Mail url lists)
 URL_LIST_FILES = {"all_train.txt": "train", "all_val.txt": "validation", "all_test.txt": "test"}

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.records import Story
 from attentive_reader.corpus.sources.inputs import split_input
 from attentive_reader.corpus.synthetic.shapes import (
@@ -26,7 +27,6 @@ from attentive_reader.corpus.synthetic.words import (
     ORG_SUFFIXES,
     SURNAMES,
 )
-from attentive_reader.errors import UserError
 
 if TYPE_CHECKING:
     from spacy.language import Language

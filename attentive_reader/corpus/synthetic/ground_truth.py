@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from attentive_reader.common.markers import entity_marker
 from attentive_reader.corpus.baselines import exclusive_frequency, maximum_frequency
 from attentive_reader.corpus.synthetic.shapes import SyntheticStory
-from attentive_reader.markers import entity_marker
 
 
 @dataclass(frozen=True)

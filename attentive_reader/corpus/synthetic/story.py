@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from attentive_reader.checks import check_positive
+from attentive_reader.common.checks import check_positive
 from attentive_reader.corpus.records import Story
 from attentive_reader.corpus.synthetic.shapes import (
     DEFAULT_SHAPE,

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
+from attentive_reader.common.markers import PLACEHOLDER, entity_marker
 from attentive_reader.corpus.records import SPLITS, ClozeExample
 from attentive_reader.corpus.synthetic.examples import write_examples
-from attentive_reader.markers import PLACEHOLDER, entity_marker
 
 RELATIONS = ("visited", "praised", "sued", "hired", "thanked", "warned", "joined", "called")
 FILLERS = ("yesterday", "reportedly", "again", "quietly", "in", "public", "officials", "said")
