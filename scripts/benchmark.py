@@ -75,6 +75,7 @@ thread, and a step can take 10x longer.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -83,7 +84,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -101,8 +102,8 @@ from bench.report import cpu_model, print_tables  # noqa: E402
 from bench.settings import FULL, PAPER_SIZES, QUICK, SECTIONS, WHERE, Settings  # noqa: E402
 from bench.train import run_train  # noqa: E402
 
-from attentive_reader.allocator import ENVIRONMENT, freed_memory_kept  # noqa: E402
-from attentive_reader.denormals import denormals_flushed  # noqa: E402
+from attentive_reader.cpu_speedups.allocator import freed_memory_kept  # noqa: E402
+from attentive_reader.cpu_speedups.denormals import denormals_flushed  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,25 +177,43 @@ def build_parser() -> argparse.ArgumentParser:
         "process, as in attentive-reader fit (the default); system: malloc as it is. With "
         "keep, an entry's peak memory includes what earlier entries kept",
     )
+    parser.add_argument(
+        "--cpu-speedups",
+        choices=("on", "off"),
+        default="on",
+        help="train section: the toolkit's readers train with the fast parts that a shipped "
+        "config's CpuSpeedups swaps in (on, the default) or with the plain parts (off)",
+    )
     parser.add_argument("--output", type=Path, default=Path("benchmark.json"))
     return parser
+
+
+@contextlib.contextmanager
+def _allocator(choice: str) -> Iterator[dict[str, str]]:
+    """``keep``: freed memory kept inside the block (as ``CpuSpeedups(allocator=True)`` does
+    through a training loop); ``system``: malloc as it is. Yields what was done."""
+    if choice == "system":
+        yield {"outcome": "system", "reason": "--allocator system"}
+        return
+    with freed_memory_kept() as setting:
+        yield asdict(setting)
 
 
 def run_sections(
     sections: list[str], settings: Settings, args: argparse.Namespace, say: Callable[[str], None]
 ) -> dict[str, Any]:
     """The measurements of ``sections``, by section (and ``train_allocator``)."""
-    allocator_environ = {**os.environ, ENVIRONMENT: args.allocator}
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if {"train", "eval", "answer"} & set(sections):
             data = write_dataset(Path(tmp), settings)
             vocab = Path(tmp) / "vocab.json"
         if "train" in sections:
-            # Training steps run as in attentive-reader fit: freed memory kept (allocator.py),
-            # subnormal floats flushed to zero (denormals.py).
-            with freed_memory_kept(allocator_environ) as allocator, denormals_flushed():
-                result["train_allocator"] = asdict(allocator)
+            # Training steps run as in attentive-reader fit with a shipped config (CpuSpeedups):
+            # freed memory kept, subnormal floats flushed to zero, here for the whole section
+            # (the reference's steps too); each toolkit entry swaps the fast parts in.
+            with _allocator(args.allocator) as allocator, denormals_flushed():
+                result["train_allocator"] = allocator
                 result["train"] = run_train(
                     settings, data, vocab, args.threads, say, args.entries, args.shipped
                 )
@@ -203,7 +222,7 @@ def run_sections(
         if "eval" in sections:
             result["eval"] = run_eval(settings, data, vocab, say)
         if "answer" in sections:
-            with freed_memory_kept(allocator_environ), denormals_flushed():
+            with _allocator(args.allocator), denormals_flushed():
                 result["answer"] = bs.run_answer(
                     data, vocab, settings, settings.rounds, WHERE.device, say
                 )
@@ -235,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             "run on a machine with an NVIDIA GPU and a CUDA build of torch, or use --device cpu"
         )
     WHERE.device = args.device
+    WHERE.cpu_speedups = args.cpu_speedups == "on"
     if args.scale_sizes is not None:
         if min(args.scale_sizes) < 100:
             parser.error("--scale-sizes must be at least 100 examples each")
@@ -280,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_count": os.cpu_count(),
         "load_average_1min_start": os.getloadavg()[0],
         "allocator": args.allocator,
+        "cpu_speedups": args.cpu_speedups,
     }
     result |= run_sections(sections, settings, args, say)
     result["load_average_1min_end"] = os.getloadavg()[0]

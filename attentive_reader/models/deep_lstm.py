@@ -14,7 +14,6 @@ from attentive_reader.models.base import ClozeReader
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.parts import check_choice
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
-from attentive_reader.nn.dropout import Dropout
 from attentive_reader.nn.encoders import SequenceEncoder, set_forget_bias
 
 DeepLSTMOrder = Literal["document_first", "query_first"]
@@ -68,7 +67,7 @@ class DeepLSTMReader(ClozeReader):
         check_choice("order", order, ("document_first", "query_first"))
         check_dropout(dropout)
         self.order = order
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
         self.delimiter = nn.Parameter(torch.randn(self.input_dim) * 0.1)  # the "|||" token
         self.layers = nn.ModuleList(
             SequenceEncoder(

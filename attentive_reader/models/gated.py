@@ -6,6 +6,7 @@ from typing import Any, Literal, get_args
 
 import torch
 from torch import Tensor, nn
+from torch.nn import Dropout
 
 from attentive_reader.common.checks import check_dropout, check_positive
 from attentive_reader.data.batching import ClozeBatch
@@ -15,7 +16,6 @@ from attentive_reader.models.output import GatedExtras, ReaderOutput
 from attentive_reader.models.parts import check_choice
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
 from attentive_reader.nn.attention import Attention
-from attentive_reader.nn.dropout import Dropout
 from attentive_reader.nn.encoders import SequenceEncoder
 
 GateName = Literal["mul", "sum", "concat"]

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.parts import PairReader, build_readout
 from attentive_reader.nn.answer import AnswerInput, AnswerLayerName
 from attentive_reader.nn.attention import ScorerName, build_scorer
-from attentive_reader.nn.impatient_fused import FusedAdditiveSteps
-from attentive_reader.nn.masking import masked_softmax
-from attentive_reader.nn.precision import bf16_is_emulated
+from attentive_reader.nn.impatient import ImpatientSteps
 
 
 class ImpatientReader(PairReader):
@@ -42,10 +39,8 @@ class ImpatientReader(PairReader):
     Query padding: a padded query position leaves ``r`` unchanged and its attention row is
     all zeros, so ``r(|q|)`` is the state after each example's own last query token.
 
-    :meth:`recurrence` is these equations, one query token at a time. Training on the CPU
-    with the additive scorer runs the same steps through ``FusedAdditiveSteps``
-    (``nn/impatient_fused.py``: the same values and gradients, fewer memory passes) wherever it
-    applies.
+    The recurrence is the part ``self.steps`` (``nn/impatient.py``), handed the reader's
+    parameters.
 
     Args:
         **options: the encoder pair's options (``hidden_dim``, ``num_layers``, ``dropout``,
@@ -75,7 +70,7 @@ class ImpatientReader(PairReader):
             self.scorer = build_scorer(scorer, states, states)
         self.initial_read = nn.Parameter(torch.zeros(states))  # r(0)
         self.recurrent_proj = nn.Linear(states, states, bias=False)  # W_rr
-        self.fused = FusedAdditiveSteps() if scorer == "additive" else None
+        self.steps = ImpatientSteps()
         self.build_answer_layer(answer_layer, states)
         self.readout = build_readout("paper", states, self.answer)  # W_rg, W_qg
 
@@ -86,106 +81,12 @@ class ImpatientReader(PairReader):
             ``ReaderOutput`` with ``logits`` (b, e) and ``attention`` (b, m, n): row ``i`` is
             ``s(i)``; rows of padded query positions are all 0.
         """
-        if self.fused is not None and torch.is_grad_enabled():
-            # The fused steps read the examples longest query first: sorted before the
-            # encoders, the batch costs a few small copies; sorted after, the states big ones.
-            order = torch.argsort(batch.query_mask.sum(dim=1), descending=True, stable=True)
-            out = self.read(_take(batch, order))
-            inverse = torch.argsort(order)  # (b,)
-            return ReaderOutput(logits=out.logits[inverse], attention=out.attention[inverse])
-        return self.read(batch)
-
-    def read(self, batch: ClozeBatch) -> ReaderOutput:
-        """:meth:`forward` on the batch in the order given."""
         encoded = self.encode(batch)
         y_d, y_q, u = encoded.document, encoded.query, encoded.query_final  # (b, n|m, 2h), (b, 2h)
-        if bf16_is_emulated(y_d):  # many small steps: faster in float32 there
-            with torch.autocast("cpu", enabled=False):
-                steps = self.query_steps(y_d.float(), y_q.float(), batch)
-        else:
-            steps = self.query_steps(y_d, y_q, batch)
+        steps = self.steps(
+            y_d, y_q, batch.context_mask, batch.query_mask,
+            scorer=self.scorer, step_query=self.step_query,
+            recurrent=self.recurrent_proj, initial=self.initial_read,
+        )  # r(|q|) (b, 2h), s(i) (b, m, n)  # fmt: skip
         given = AnswerInput(steps.r, u, steps.last_weights, steps.last_scores)  # r(|q|), s(|q|)
         return ReaderOutput(self.answer_scores(batch, given), attention=steps.attention)
-
-    def query_steps(self, y_d: Tensor, y_q: Tensor, batch: ClozeBatch) -> QuerySteps:
-        """``r(|q|)`` and ``s(i)`` for ``i = 1..m``: through ``self.fused`` where it applies,
-        else :meth:`recurrence`. ``y_d`` (b, n, 2h), ``y_q`` (b, m, 2h)."""
-        fused = None
-        if self.fused is not None and self.fused.applies(y_d):
-            masks = batch.context_mask, batch.query_mask
-            parameters = self.scorer, self.recurrent_proj, self.initial_read
-            fused = self.fused(*parameters, y_d, y_q, *masks)
-        r, attention, scores = fused or self.recurrence(y_d, y_q, batch)  # (b, 2h), (b, m, n) x 2
-        return QuerySteps(
-            r=r,
-            attention=attention,
-            last_scores=_last_real_step(scores, batch.query_mask),
-            last_weights=_last_real_step(attention, batch.query_mask),
-        )
-
-    def recurrence(
-        self, y_d: Tensor, y_q: Tensor, batch: ClozeBatch
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """The class docstring's equations, one query token ``i`` at a time.
-
-        Args:
-            y_d: document states (b, n, 2h).
-            y_q: query states (b, m, 2h).
-            batch: the batch read (its masks).
-
-        Returns:
-            ``r(|q|)`` (b, 2h), ``s(i)`` (b, m, n) and the scores ``w_ms^T m(i, t)`` (b, m, n).
-        """
-        keys = self.scorer.prepare(y_d)  # W_dm y_d(t), the same for every i: (b, n, a | 2h)
-        r = self.initial_read.to(y_d.dtype).expand(y_d.shape[0], -1)  # r(0): (b, 2h)
-        attention, scores = [], []
-        for i in range(y_q.shape[1]):
-            real = batch.query_mask[:, i, None]  # (b, 1) True where token i is real
-            query = torch.cat([r, y_q[:, i]], dim=-1)  # [r(i-1); y_q(i)]: (b, 4h)
-            if self.step_query is not None:  # the other scorers score W_rm r(i-1) + W_qm y_q(i)
-                query = self.step_query(query)  # (b, 2h)
-            # additive: w_ms^T m(i, t), m(i, t) = tanh(W_dm y_d(t) + W_rm r(i-1) + W_qm y_q(i))
-            score = self.scorer.score_prepared(keys, query)  # (b, n)
-            s = masked_softmax(score, batch.context_mask & real)  # (b, n), 0 on a padded step
-            r_i = torch.bmm(s.unsqueeze(1), y_d).squeeze(1) + torch.tanh(self.recurrent_proj(r))
-            r = torch.where(real, r_i, r)  # r(i) = y_d^T s(i) + tanh(W_rr r(i-1)): (b, 2h)
-            attention.append(s)
-            scores.append(score)
-        return r, torch.stack(attention, dim=1), torch.stack(scores, dim=1)
-
-
-@dataclass
-class QuerySteps:
-    """What the Impatient Reader's query steps give the answer layer.
-
-    Attributes:
-        r: ``r(|q|)``, the document representation after each example's last real query
-            token (b, 2h).
-        attention: ``s(i)`` for every query position (b, m, n); rows of padding are 0.
-        last_scores: the scores of each example's last real step (b, n).
-        last_weights: its attention ``s(|q|)`` (b, n).
-    """
-
-    r: Tensor
-    attention: Tensor
-    last_scores: Tensor
-    last_weights: Tensor
-
-
-def _last_real_step(rows: Tensor, query_mask: Tensor) -> Tensor:
-    """Each example's row (b, n) of ``rows`` (b, m, n) at its last real query token; 0 for a
-    query without one. ``query_mask`` (b, m)."""
-    positions = torch.arange(query_mask.shape[1], device=query_mask.device)  # (m,)
-    last = torch.where(query_mask, positions, -1).amax(dim=1)  # (b,), -1: no real token
-    picked = rows[torch.arange(rows.shape[0], device=rows.device), last.clamp(min=0)]  # (b, n)
-    return torch.where((last >= 0).unsqueeze(-1), picked, 0.0)
-
-
-def _take(batch: ClozeBatch, order: Tensor) -> ClozeBatch:
-    """The examples of ``batch`` in the order ``order`` (b,): every field, reordered."""
-    rows = order.tolist()
-    taken = {}
-    for item in fields(batch):
-        value = getattr(batch, item.name)
-        taken[item.name] = value[order] if isinstance(value, Tensor) else [value[i] for i in rows]
-    return replace(batch, **taken)

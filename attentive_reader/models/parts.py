@@ -22,7 +22,6 @@ from attentive_reader.common.checks import check_dropout
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.nn.answer import AnswerHead
-from attentive_reader.nn.dropout import Dropout
 from attentive_reader.nn.encoders import RnnName, SequenceEncoder
 
 ReadoutName = Literal["paper", "linear"]
@@ -69,7 +68,7 @@ class EncoderPair(nn.Module):
                 f"the document and query encoders must have one output size, got "
                 f"{document.output_dim} and {query.output_dim}"
             )
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
         self.document = document
         self.query = query
         self.output_dim = document.output_dim  # 2h

@@ -6,23 +6,16 @@ per direction.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attentive_reader.common.checks import check_dropout, check_positive
-from attentive_reader.nn.dropout import dropout
-from attentive_reader.nn.gru import packed_gru
-from attentive_reader.nn.precision import bf16_is_emulated
 
 RnnName = Literal["lstm", "gru"]
-RnnPath = Literal["auto", "padded", "packed", "fused"]
-RNN_PATHS: tuple[str, ...] = ("auto", "padded", "packed", "fused")
 
 
 class SequenceEncoder(nn.Module):
@@ -30,15 +23,10 @@ class SequenceEncoder(nn.Module):
 
     Padding comes after the real tokens, so it never reaches them: the forward direction runs
     over the padded batch, the backward direction forwards over each sequence reversed within
-    its own length. Stacked bidirectional layers run one at a time.
-
-    ``path`` picks the kernels, all computing one function with the same parameters: a
-    padded batch through torch's fused kernels (oneDNN on the CPU, cuDNN on CUDA), since a
-    packed RNN (``PackedSequence``) costs O(n^2) in the backward pass on the CPU
-    (docs/performance.md) and runs step by step on CUDA (on an H200 every reader trained
-    through it at 95-316 examples/s where the plain padded reference loop ran 1,800:
-    docs/scale.md); for a GRU being trained on the CPU, which has no fused kernel there,
-    ``nn/gru.py`` (the packed rows of the real tokens, the backward written out).
+    its own length. Stacked bidirectional layers run one at a time. Each direction is one
+    ``nn.LSTM`` / ``nn.GRU`` over the whole padded batch, so torch's fused kernels run it
+    (oneDNN on the CPU, cuDNN on CUDA): a ``PackedSequence`` costs O(n^2) in the backward pass
+    on the CPU and runs step by step on CUDA (docs/performance.md, docs/scale.md).
 
     Args:
         input_dim: size ``d`` of each input vector.
@@ -47,8 +35,6 @@ class SequenceEncoder(nn.Module):
         rnn: ``lstm`` or ``gru``.
         dropout: dropout between stacked layers (ignored with one layer).
         bidirectional: read in both directions (outputs ``2h``) or forwards only (``h``).
-        path: ``auto`` (``auto_path``: fused for a GRU being trained on the CPU, else
-            padded), ``padded``, ``packed`` or ``fused`` (GRU only).
     """
 
     def __init__(
@@ -59,18 +45,12 @@ class SequenceEncoder(nn.Module):
         rnn: RnnName = "lstm",
         dropout: float = 0.0,
         bidirectional: bool = True,
-        path: RnnPath = "auto",
     ) -> None:
         super().__init__()
         check_positive(input_dim=input_dim, hidden_dim=hidden_dim, num_layers=num_layers)
         check_dropout(dropout)
         if rnn not in ("lstm", "gru"):
             raise ValueError(f"rnn must be 'lstm' or 'gru', got {rnn!r}")
-        if path not in RNN_PATHS:
-            raise ValueError(f"path must be one of {', '.join(RNN_PATHS)}, got {path!r}")
-        if path == "fused" and rnn != "gru":
-            raise ValueError("path='fused' is the GRU's (an LSTM has oneDNN's fused kernels)")
-        self.path = path
         self.rnn = rnn
         cell = nn.LSTM if rnn == "lstm" else nn.GRU
         directions = 2 if bidirectional else 1
@@ -83,7 +63,7 @@ class SequenceEncoder(nn.Module):
             )
             for k in range(num_layers)
         )
-        self.dropout = dropout if num_layers > 1 else 0.0
+        self.dropout = nn.Dropout(dropout if num_layers > 1 else 0.0)  # between layers
         self.hidden_dim = hidden_dim
         self.bidirectional = bidirectional
         self.output_dim = hidden_dim * directions
@@ -101,110 +81,43 @@ class SequenceEncoder(nn.Module):
             and the backward state at the first token (top layer). Sequences without any real
             token get zeros in both.
         """
-        if bf16_is_emulated(inputs):  # oneDNN has no bf16 LSTM/GRU there: float32, not a failure
-            with torch.autocast("cpu", enabled=False):
-                return self.forward(inputs.float(), mask)
         lengths = mask.sum(dim=1)  # (b,)
-        read = self._layer_reader(inputs, mask, lengths)
         states = inputs
         for k, directions in enumerate(self.layers):
             if k > 0:
-                states = dropout(states, self.dropout, self.training)
-            states = read(directions, states)  # (b, n, o), 0 on padding
+                states = self.dropout(states)
+            states = self.read_layer(directions, states, mask, lengths)  # (b, n, o)
+        return states, self.final_states(states, lengths)
+
+    def read_layer(
+        self, directions: nn.ModuleList, states: Tensor, mask: Tensor, lengths: Tensor
+    ) -> Tensor:
+        """One layer over the padded batch: (b, n, d') -> (b, n, o), 0 on padding. The
+        backward direction reads each sequence reversed within its length.
+
+        Args:
+            directions: the layer's forward (and backward) RNN.
+            states: the layer's input (b, n, d').
+            mask: (b, n) True on real tokens; lengths: (b,) their number.
+        """
+        reverse = _reverse_index(lengths, states.shape[1]).unsqueeze(-1)  # (b, n, 1)
+        outputs = [directions[0](states)[0]]  # (b, n, h)
+        if len(directions) == 2:
+            flipped = _gather_time(states, reverse)  # (b, n, d'): each sequence reversed
+            backward_states = directions[1](flipped)[0]  # (b, n, h)
+            outputs.append(_gather_time(backward_states, reverse))  # back in token order
+        states = torch.cat(outputs, dim=-1) if len(outputs) == 2 else outputs[0]  # (b, n, o)
+        return torch.where(mask.unsqueeze(-1), states, 0.0)
+
+    def final_states(self, states: Tensor, lengths: Tensor) -> Tensor:
+        """``final`` (b, o) of :meth:`forward` from the top layer's ``states`` (b, n, o) and the
+        ``lengths`` (b,)."""
         h = self.hidden_dim
         last = (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(-1, 1, h)  # (b, 1, h)
         final = torch.gather(states[..., :h], 1, last).squeeze(1)  # (b, h) last forward
         if self.bidirectional:
             final = torch.cat([final, states[:, 0, h:]], dim=-1)  # (b, 2h) + first backward
-        final = torch.where((lengths > 0).unsqueeze(-1), final, 0.0)  # (b, o)
-        return states, final
-
-    def _layer_reader(
-        self, inputs: Tensor, mask: Tensor, lengths: Tensor
-    ) -> Callable[[nn.ModuleList, Tensor], Tensor]:
-        """How each layer reads its input (b, n, d') into states (b, n, o), 0 on padding."""
-        path = self._path(inputs)
-        if path == "fused":
-            reverse = (False, True) if self.bidirectional else (False,)
-            return functools.partial(_read_fused, lengths=lengths, reverse=reverse)
-        return functools.partial(
-            _read_layer,
-            run=functools.partial(_run_packed, lengths=lengths)
-            if path == "packed"
-            else _run_padded,
-            keep=mask.unsqueeze(-1),  # (b, n, 1)
-            reverse=_reverse_index(lengths, inputs.shape[1]).unsqueeze(-1),  # (b, n, 1)
-        )
-
-    def _path(self, inputs: Tensor) -> RnnPath:
-        """The kernels these inputs run through: ``path``, or ``auto``'s choice for them."""
-        if self.path != "auto":
-            return self.path
-        # Under autocast nn/gru.py computes in float32: torch's GRU there casts every step's
-        # product.
-        exact = inputs.dtype in (torch.float32, torch.float64)
-        autocast = torch.is_autocast_enabled(inputs.device.type)
-        return auto_path(self.rnn, inputs.device.type, torch.is_grad_enabled(), exact or autocast)
-
-
-def auto_path(rnn: RnnName, device_type: str, training: bool, float32: bool) -> RnnPath:
-    """``path="auto"``'s kernels: ``fused`` (``nn/gru.py``) for a GRU being trained
-    (``training``: gradients on) on the CPU in float32 or float64 (``float32``), else
-    ``padded`` (oneDNN's or cuDNN's fused kernels over the padded batch). Never ``packed``:
-    torch's ``PackedSequence`` RNN has an O(n^2) backward on the CPU and runs step by step on
-    CUDA."""
-    if rnn == "gru" and device_type == "cpu" and training and float32:
-        return "fused"
-    return "padded"
-
-
-def _read_layer(
-    directions: nn.ModuleList,
-    states: Tensor,
-    run: Callable[[nn.RNNBase, Tensor], Tensor],
-    keep: Tensor,
-    reverse: Tensor,
-) -> Tensor:
-    """One layer through torch's kernels: the backward direction reads each sequence reversed
-    within its length (``reverse`` (b, n, 1)); (b, n, d') -> (b, n, o), 0 where ``keep`` is
-    False."""
-    outputs = [run(directions[0], states)]  # (b, n, h)
-    if len(directions) == 2:
-        flipped = _gather_time(states, reverse)  # (b, n, d'): each sequence reversed
-        backward_states = run(directions[1], flipped)  # (b, n, h)
-        outputs.append(_gather_time(backward_states, reverse))  # back in token order
-    states = torch.cat(outputs, dim=-1) if len(outputs) == 2 else outputs[0]  # (b, n, o)
-    return torch.where(keep, states, 0.0)
-
-
-def _read_fused(
-    directions: nn.ModuleList, states: Tensor, lengths: Tensor, reverse: tuple[bool, ...]
-) -> Tensor:
-    """One GRU layer through ``packed_gru``, outside any autocast (it computes in float32 or
-    float64): (b, n, d') -> (b, n, o), 0 on padding."""
-    if torch.is_autocast_enabled(states.device.type):
-        with torch.autocast(states.device.type, enabled=False):
-            return packed_gru(states.float(), lengths, list(directions), reverse)
-    return packed_gru(states, lengths, list(directions), reverse)
-
-
-def _run_padded(cell: nn.RNNBase, inputs: Tensor) -> Tensor:
-    """The RNN over the whole padded batch: (b, n, d) -> (b, n, h)."""
-    return cell(inputs)[0]
-
-
-def _run_packed(cell: nn.RNNBase, inputs: Tensor, lengths: Tensor) -> Tensor:
-    """The RNN over the real tokens only (a ``PackedSequence``): (b, n, d) -> (b, n, h).
-
-    Positions past a sequence's length come back as 0; an empty sequence is run for one step
-    (``pack_padded_sequence`` needs a positive length) and masked by the caller.
-    """
-    n = inputs.shape[1]
-    sequence = pack_padded_sequence(
-        inputs, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False
-    )
-    states, _ = pad_packed_sequence(cell(sequence)[0], batch_first=True, total_length=n)
-    return states  # (b, n, h)
+        return torch.where((lengths > 0).unsqueeze(-1), final, 0.0)  # (b, o)
 
 
 def set_forget_bias(encoder: SequenceEncoder, value: float) -> None:

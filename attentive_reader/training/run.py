@@ -13,7 +13,8 @@ what trained a reader is recorded once, in its hyperparameters. Checkpoints
 (``checkpointing.ReaderCheckpoint``, ``--checkpoint.*``) keep the best ``val_acc`` and a
 ``last.ckpt`` that always holds the latest state; ``fit`` ends with one line naming the best
 checkpoint; ``vocab.json`` is written beside them. Early stopping is a callback a config adds
-(``trainer.callbacks``: the paper configs do). At the start of a ``fit`` on several processes
+(``trainer.callbacks``: the paper configs do), and so are the CPU speed-ups
+(``attentive_reader.cpu_speedups.CpuSpeedups``: every shipped reader config lists them). At the start of a ``fit`` on several processes
 or with gradient accumulation, rank 0 prints the effective batch. ``predict`` writes
 ``predictions.jsonl`` (``predictions_writer``). The ``fit``, ``validate``, ``test`` and
 ``predict`` commands and the demo call ``run_cli``.
@@ -35,11 +36,9 @@ from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities import rank_zero_only
 from pytorch_lightning.utilities.exceptions import MisconfigurationException
 
-from attentive_reader.allocator import KeepFreedMemory
 from attentive_reader.common.errors import UserError
 from attentive_reader.common.upstream import on_subcommand_parser
 from attentive_reader.data.datamodule import ClozeDataModule, VocabularyWriter
-from attentive_reader.denormals import FlushDenormals
 from attentive_reader.models.base import ClozeReader
 from attentive_reader.training.checkpointing import ReaderCheckpoint
 from attentive_reader.training.errors import (
@@ -225,14 +224,12 @@ def _reader_cli(argv: list[str]) -> ReaderCLI:
             "default_root_dir": "runs",
             # The data module shards batches across ranks itself (BucketBatchSampler).
             "use_distributed_sampler": False,
-            # Through the training loop on the CPU: freed memory kept (allocator.py),
-            # subnormal floats flushed to zero (denormals.py); the run's wall time logged at
-            # each epoch's end (wall_clock.py); predict's answers in predictions.jsonl.
+            # The run's wall time logged at each epoch's end (wall_clock.py); predict's
+            # answers in predictions.jsonl. The CPU speed-ups are a callback the configs list
+            # (cpu_speedups.CpuSpeedups), so a run's saved config says whether they were on.
             "callbacks": [
                 RichProgressBar(),
                 VocabularyWriter(),
-                KeepFreedMemory(),
-                FlushDenormals(),
                 WallClock(),
                 PredictionsWriter(),
             ],

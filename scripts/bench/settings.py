@@ -24,6 +24,8 @@ class Where:
     """Where every tensor goes (``--device``): a script-wide setting, set once by ``main``."""
 
     device: Device = "cpu"
+    # The toolkit's entries train with the fast parts of CpuSpeedups (--cpu-speedups off: plain).
+    cpu_speedups: bool = True
 
 
 WHERE = Where()

@@ -305,34 +305,3 @@ def test_deep_lstm_forget_bias_reaches_every_layer():
         assert torch.equal(total, torch.ones(h))
         assert not torch.equal(plain_cell.bias_ih_l0[h : 2 * h], torch.ones(h))
         torch.testing.assert_close(cell.weight_ih_l0, plain_cell.weight_ih_l0)
-
-
-@pytest.mark.parametrize("emulated", [True, False])
-def test_impatient_steps_run_in_float32_where_bf16_is_emulated(emulated, monkeypatch):
-    """On CPUs without bf16 instructions the query steps leave autocast (as the encoders do):
-    their attention is float32 and equals the float32 reading of the same states."""
-    import attentive_reader.models.impatient as impatient
-
-    monkeypatch.setattr(impatient, "bf16_is_emulated", lambda tensor: emulated)
-    reader = build("impatient-additive").eval()
-    batch = random_batch(num_examples=3, vocab_size=VOCAB, num_entities=ENTITIES, seed=6)
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-        attention = reader(batch).attention
-    assert attention.dtype == (torch.float32 if emulated else torch.bfloat16)
-    if emulated:
-        with torch.no_grad():
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                encoded = reader.encode(batch)
-            expected = reader.query_steps(
-                encoded.document.float(), encoded.query.float(), batch
-            ).attention
-        assert torch.equal(attention, expected)
-
-
-def test_bf16_is_emulated_only_under_cpu_bf16_autocast():
-    from attentive_reader.nn.precision import bf16_is_emulated
-
-    x = torch.zeros(2)
-    assert not bf16_is_emulated(x)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert bf16_is_emulated(x) == (not torch.ops.mkldnn._is_mkldnn_bf16_supported())

@@ -39,11 +39,6 @@ def test_same_parameters_and_outputs(name):
     for key, value in sums.items():  # from the same seeded init (same creation order)
         assert torch.equal(value, initial_sums[key]), key
     reader.load_state_dict(ref.state_dict(entry))  # strict: every key known, none missing
-    if getattr(reader, "fused", None) is not None:
-        # The Impatient Reader trains on its batch sorted by query length, so each example
-        # gets another row's dropout mask than on the day of the reference: read it step by
-        # step, unsorted (the fused steps are the same maths, tests/models/test_impatient_fused.py).
-        reader.fused = None
     outputs = ref.outputs(reader)
     # float32 rounding (module docstring); a change of the maths moves logits by far more.
     assert torch.allclose(outputs["logits"], entry["logits"], rtol=1e-4, atol=1e-5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from attentive_reader.cli import main
 from attentive_reader.common.errors import UserError
@@ -34,3 +35,42 @@ def test_configs_lists_every_shipped_config_in_one_line(capsys):
     assert {"attentive_reader", "trainer/ddp_gpu", "logger/csv"} <= set(names)
     assert [line.split()[0] for line in lines] == names
     assert all(len(line.split(maxsplit=1)) == 2 for line in lines)  # a name and what it is
+
+
+CPU_SPEEDUPS = "attentive_reader.cpu_speedups.CpuSpeedups"
+
+
+def _callbacks(name: str) -> list[str]:
+    config = yaml.safe_load(config_path(name).read_text()) or {}
+    callbacks = (config.get("trainer") or {}).get("callbacks") or []
+    return [callback["class_path"] for callback in callbacks]
+
+
+def test_every_reader_config_lists_the_cpu_speedups_and_no_piece_replaces_them():
+    """A reader config lists ``CpuSpeedups`` once; the pieces put after it (trainer, logger,
+    demo) set no ``trainer.callbacks``, which would replace the reader config's list."""
+    readers = [name for name in shipped_configs() if "/" not in name or "real_news/" in name]
+    pieces = [name for name in shipped_configs() if name not in readers]
+    assert len(readers) >= 20 and {"trainer/ddp_gpu", "demo/demo"} <= set(pieces)
+    for name in readers:
+        assert _callbacks(name).count(CPU_SPEEDUPS) == 1, name
+    for name in pieces:
+        assert _callbacks(name) == [], name
+
+
+@pytest.mark.parametrize(
+    "configs",
+    [
+        ["impatient_reader_paper", "trainer/ddp_gpu"],
+        ["attentive_reader", "trainer/cpu_debug"],
+        ["gated_attention_reader", "demo/demo"],
+    ],
+)
+def test_a_documented_combination_ends_with_the_cpu_speedups_listed(configs, capsys):
+    args = [arg for name in configs for arg in ("--config", name)]
+    with pytest.raises(SystemExit) as ended:
+        main(["fit", *args, "--trainer.callbacks.gru=false", "--print_config"])
+    assert ended.value.code in (0, None)
+    callbacks = yaml.safe_load(capsys.readouterr().out)["trainer"]["callbacks"]
+    speedups = [c for c in callbacks if c["class_path"] == CPU_SPEEDUPS]
+    assert len(speedups) == 1 and speedups[0]["init_args"]["gru"] is False

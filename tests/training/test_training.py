@@ -244,25 +244,33 @@ def test_bf16_mixed_precision_runs_on_cpu(toy, run_dir):
     assert torch.isfinite(trainer.callback_metrics["train_loss_step"])
 
 
-def test_fit_keeps_freed_memory_and_flushes_subnormals_in_its_training_loop_only(
+def test_a_shipped_config_runs_fit_with_the_cpu_speedups_and_saves_them_in_its_config(
     toy, run_dir, monkeypatch
 ):
-    from attentive_reader import allocator, denormals
+    """The config lists ``CpuSpeedups``: the run's saved config says so, its training loop
+    keeps freed memory and flushes subnormal floats, its reader trains with the fast parts,
+    and all is given back when ``fit`` ends."""
+    from attentive_reader.cpu_speedups import CpuSpeedups, allocator, denormals
+    from attentive_reader.cpu_speedups.dropout import FastDropout
     from attentive_reader.training.run import run_cli
 
-    monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
-    monkeypatch.delenv(denormals.ENVIRONMENT, raising=False)
-    seen: list[tuple[bool, bool]] = []
+    seen: list[tuple[bool, bool, type]] = []
     monkeypatch.setattr(
         AttentiveReader,
         "on_train_batch_start",
-        lambda self, batch, batch_idx: seen.append((allocator.kept(), denormals.flushed())),
+        lambda self, batch, batch_idx: seen.append(
+            (allocator.kept(), denormals.flushed(), type(self.encoders.dropout))
+        ),
     )
-    cli = run_cli(["fit", "--config", str(BASE), *fit_args(toy), "--trainer.fast_dev_run", "true"])
-    for kind in (allocator.KeepFreedMemory, denormals.FlushDenormals):
-        assert len([c for c in cli.trainer.callbacks if isinstance(c, kind)]) == 1
-    assert seen == [(allocator.GLIBC_SUPPORTED, torch.set_flush_denormal(False))]
+    cli = run_cli(["fit", "--config", str(BASE), *fit_args(toy), "--trainer.max_steps", "1"])
+    assert len([c for c in cli.trainer.callbacks if isinstance(c, CpuSpeedups)]) == 1
+    flushes = torch.set_flush_denormal(False)  # whether this CPU has the flags
+    assert seen == [(allocator.GLIBC_SUPPORTED, flushes, FastDropout)]
     assert not allocator.kept() and not denormals.flushed()  # given back when fit ended
+    assert type(cli.model.encoders.dropout) is torch.nn.Dropout  # swapped back at teardown
+    (saved,) = run_dir.glob("runs/lightning_logs/version_*/config.yaml")
+    callbacks = yaml.safe_load(saved.read_text())["trainer"]["callbacks"]
+    assert [c["class_path"] for c in callbacks] == ["attentive_reader.cpu_speedups.CpuSpeedups"]
 
 
 def test_unknown_subcommand_and_missing_data_are_clear_errors(run_dir, capsys):
@@ -332,7 +340,8 @@ def test_every_real_news_config_has_its_reader_early_stopping_and_its_own_logs()
     for config in sorted(folder.glob("*.yaml")):
         settings = yaml.safe_load(config.read_text())
         assert settings["model"]["class_path"].startswith("attentive_reader.models."), config
-        (stopping,) = settings["trainer"]["callbacks"]
+        stopping, speedups = settings["trainer"]["callbacks"]
         assert stopping["init_args"]["monitor"] == "val_acc", config
+        assert speedups["class_path"] == "attentive_reader.cpu_speedups.CpuSpeedups", config
         logger = settings["trainer"]["logger"]["init_args"]
         assert (logger["save_dir"], logger["name"]) == ("runs/real_news", config.stem), config

@@ -1,12 +1,11 @@
-"""Subnormal floats flushed to zero while a reader trains (``denormals.py``)."""
+"""Subnormal floats flushed to zero while a reader trains (``cpu_speedups/denormals.py``)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from attentive_reader import denormals
-from attentive_reader.common.errors import UserError
+from attentive_reader.cpu_speedups import CpuSpeedups, denormals
 from tests.trainers import ProbeModule, quiet_trainer
 
 SUBNORMAL = 1e-39  # below float32's smallest normal number, 1.18e-38
@@ -29,8 +28,7 @@ def _two_threads_restored():
 
 
 @pytest.mark.skipif(not SUPPORTED, reason="this CPU has no flush-to-zero flags")
-def test_flushing_reaches_every_thread_and_restoring_undoes_it(monkeypatch):
-    monkeypatch.delenv(denormals.ENVIRONMENT, raising=False)
+def test_flushing_reaches_every_thread_and_restoring_undoes_it():
     assert _survivors() == 1 << 18
     setting = denormals.flush_denormals()
     assert setting.outcome in ("flushed", "calling thread") and denormals.flushed()
@@ -43,30 +41,24 @@ def test_flushing_reaches_every_thread_and_restoring_undoes_it(monkeypatch):
     assert not denormals.restore_denormals()  # nothing left to restore
 
 
-def test_the_environment_keeps_them_or_is_refused():
-    assert denormals.flush_denormals({denormals.ENVIRONMENT: "keep"}).outcome == "kept"
-    assert not denormals.flushed()
-    with pytest.raises(UserError, match="'flush'"):
-        denormals.flush_denormals({denormals.ENVIRONMENT: "zero"})
-
-
 @pytest.mark.skipif(not SUPPORTED, reason="this CPU has no flush-to-zero flags")
-def test_the_callback_flushes_through_the_training_loop_only(monkeypatch):
-    monkeypatch.delenv(denormals.ENVIRONMENT, raising=False)
-    callback, module = denormals.FlushDenormals(), ProbeModule(denormals.flushed)
-    quiet_trainer(max_epochs=1, callbacks=[callback]).fit(module)
+def test_the_callback_flushes_through_the_training_loop_only():
+    module = ProbeModule(denormals.flushed)
+    quiet_trainer(max_epochs=1, callbacks=[CpuSpeedups(allocator=False)]).fit(module)
     assert module.seen == [True, True]
-    assert callback.setting is not None and callback.setting.outcome != "kept"
     assert not denormals.flushed()
 
     failing = ProbeModule(denormals.flushed, fail=True)
     with pytest.raises(ValueError, match="a bad step"):
-        quiet_trainer(max_epochs=1, callbacks=[denormals.FlushDenormals()]).fit(failing)
+        quiet_trainer(max_epochs=1, callbacks=[CpuSpeedups(allocator=False)]).fit(failing)
     assert not denormals.flushed()
 
+    module = ProbeModule(denormals.flushed)  # switched off
+    quiet_trainer(max_epochs=1, callbacks=[CpuSpeedups(denormals=False)]).fit(module)
+    assert module.seen == [False, False]
 
-def test_the_with_block_restores_however_it_ends(monkeypatch):
-    monkeypatch.delenv(denormals.ENVIRONMENT, raising=False)
+
+def test_the_with_block_restores_however_it_ends():
     with pytest.raises(ValueError, match="a bad loop"):
         with denormals.denormals_flushed() as setting:
             assert denormals.flushed() == (setting.outcome != "unsupported")

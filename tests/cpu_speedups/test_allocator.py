@@ -1,4 +1,4 @@
-"""Freed memory kept through the training loop on glibc (attentive_reader.allocator)."""
+"""Freed memory kept through the training loop on glibc (``cpu_speedups/allocator.py``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import textwrap
 import pytest
 import pytorch_lightning as pl
 
-from attentive_reader import allocator
-from attentive_reader.common.errors import UserError
+from attentive_reader.cpu_speedups import CpuSpeedups, allocator
 from tests.trainers import ProbeModule, quiet_trainer
 
 GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
@@ -28,7 +27,6 @@ def released():
 @pytest.mark.parametrize(
     ("environ", "outcome", "reason"),
     [
-        ({"ATTENTIVE_READER_ALLOCATOR": "system"}, "system", "ATTENTIVE_READER_ALLOCATOR=system"),
         ({"LD_PRELOAD": "/usr/lib/libjemalloc.so.2"}, "user", "LD_PRELOAD holds jemalloc"),
         ({"LD_PRELOAD": "libtcmalloc_minimal.so.4"}, "user", "LD_PRELOAD holds tcmalloc"),
         ({"MALLOC_ARENA_MAX_": "2"}, "user", "MALLOC_ARENA_MAX_ is set"),
@@ -46,16 +44,11 @@ def test_the_users_choice_is_left_alone(environ, outcome, reason) -> None:
     assert not allocator.release_freed_memory()  # nothing to release
 
 
-def test_an_unknown_choice_is_a_user_error() -> None:
-    with pytest.raises(UserError, match="ATTENTIVE_READER_ALLOCATOR='fast': use 'keep'"):
-        allocator.keep_freed_memory({"ATTENTIVE_READER_ALLOCATOR": "fast"})
-
-
 FAULTS = textwrap.dedent(
     """
     import json, resource, sys
     import torch
-    from attentive_reader.allocator import keep_freed_memory, release_freed_memory
+    from attentive_reader.cpu_speedups.allocator import keep_freed_memory, release_freed_memory
 
     def faults(repeats):
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -96,7 +89,7 @@ def test_freed_blocks_are_reused_while_kept_and_given_back_when_released() -> No
     assert figures["resident_released"] <= figures["resident_kept"] - 64
 
 
-def _trainer(callback: allocator.KeepFreedMemory) -> pl.Trainer:
+def _trainer(callback: CpuSpeedups) -> pl.Trainer:
     return quiet_trainer(
         max_epochs=1,
         callbacks=[callback],
@@ -104,25 +97,21 @@ def _trainer(callback: allocator.KeepFreedMemory) -> pl.Trainer:
 
 
 @pytest.mark.skipif(not GLIBC, reason="glibc only")
-def test_the_callback_keeps_freed_memory_through_the_training_loop_only(monkeypatch) -> None:
-    monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
-    callback, module = allocator.KeepFreedMemory(), ProbeModule(allocator.kept)
+def test_the_callback_keeps_freed_memory_through_the_training_loop_only() -> None:
+    callback, module = CpuSpeedups(denormals=False), ProbeModule(allocator.kept)
     _trainer(callback).fit(module)
     assert module.seen == [True, True]
-    assert callback.setting is not None and callback.setting.outcome == "kept"
+    assert callback.memory.setting is not None and callback.memory.setting.outcome == "kept"
     assert not allocator.kept()  # released when fit ended
 
-    monkeypatch.setenv("ATTENTIVE_READER_ALLOCATOR", "system")
     module = ProbeModule(allocator.kept)
-    _trainer(allocator.KeepFreedMemory()).fit(module)
+    _trainer(CpuSpeedups(allocator=False)).fit(module)  # switched off
     assert module.seen == [False, False]
 
 
-def test_a_failing_step_releases_the_memory(monkeypatch) -> None:
-    monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
-
+def test_a_failing_step_releases_the_memory() -> None:
     with pytest.raises(ValueError, match="a bad step"):
-        _trainer(allocator.KeepFreedMemory()).fit(ProbeModule(allocator.kept, fail=True))
+        _trainer(CpuSpeedups()).fit(ProbeModule(allocator.kept, fail=True))
     assert not allocator.kept()
 
 
@@ -146,49 +135,46 @@ class Readings:
         return (self.mib.pop(0) if len(self.mib) > 1 else self.mib[0]) << 20
 
 
-def _batches(callback: allocator.KeepFreedMemory, count: int) -> list[bool]:
-    """Run COUNT training batches' ends through the callback; whether memory was kept after each."""
+def _batches(bound: allocator.MemoryBound, count: int) -> list[bool]:
+    """Run COUNT training batches' ends through the bound; whether memory was kept after each."""
     kept = []
-    for index in range(count):
-        callback.on_train_batch_end(None, None, None, None, index)
+    for _ in range(count):
+        bound.after_batch()
         kept.append(allocator.kept())
     return kept
 
 
 @pytest.mark.skipif(not GLIBC, reason="glibc only")
-def test_memory_that_keeps_growing_goes_back_to_the_system(monkeypatch, caplog) -> None:
-    monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
+def test_memory_that_keeps_growing_goes_back_to_the_system(caplog) -> None:
     # The level after 4 batches is 1,000 MiB; read again after 6 and 8 batches: 1,900 MiB
     # stays kept (under twice the level), 2,100 MiB does not.
     readings = Readings(1000, 1900, 2100)
-    callback = allocator.KeepFreedMemory(warmup_steps=4, check_every=2, resident=readings)
-    callback.setting = allocator.keep_freed_memory({})
-    with caplog.at_level("WARNING", logger="attentive_reader.allocator"):
-        kept = _batches(callback, 12)
+    bound = allocator.MemoryBound(warmup_steps=4, check_every=2, resident=readings)
+    bound.setting = allocator.keep_freed_memory({})
+    with caplog.at_level("WARNING", logger="attentive_reader.cpu_speedups.allocator"):
+        kept = _batches(bound, 12)
     assert kept == [True] * 7 + [False] * 5
     assert readings.calls == 3  # after batches 4, 6 and 8; none once given back
-    assert callback.released == (1000 << 20, 2100 << 20)
+    assert bound.released == (1000 << 20, 2100 << 20)
     assert "grew from 1000 MiB after 4 steps to 2100 MiB after 8" in caplog.text
-    assert "ATTENTIVE_READER_ALLOCATOR=system" in caplog.text
+    assert "CpuSpeedups(allocator=false)" in caplog.text
 
 
 @pytest.mark.skipif(not GLIBC, reason="glibc only")
-def test_memory_that_settles_stays_kept(monkeypatch) -> None:
-    monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
+def test_memory_that_settles_stays_kept() -> None:
     readings = Readings(1000, 1500, 1999, 2000, 1800)
-    callback = allocator.KeepFreedMemory(warmup_steps=1, check_every=1, resident=readings)
-    callback.setting = allocator.keep_freed_memory({})
-    assert _batches(callback, 8) == [True] * 8
-    assert callback.released is None
+    bound = allocator.MemoryBound(warmup_steps=1, check_every=1, resident=readings)
+    bound.setting = allocator.keep_freed_memory({})
+    assert _batches(bound, 8) == [True] * 8
+    assert bound.released is None
 
 
-def test_without_a_reading_nothing_is_checked(monkeypatch) -> None:
-    monkeypatch.delenv("ATTENTIVE_READER_ALLOCATOR", raising=False)
-    callback = allocator.KeepFreedMemory(warmup_steps=1, check_every=1, resident=lambda: None)
-    callback.setting = allocator.keep_freed_memory({})
-    _batches(callback, 5)
-    assert callback.released is None
-    assert allocator.kept() == (callback.setting.outcome == "kept")
+def test_without_a_reading_nothing_is_checked() -> None:
+    bound = allocator.MemoryBound(warmup_steps=1, check_every=1, resident=lambda: None)
+    bound.setting = allocator.keep_freed_memory({})
+    _batches(bound, 5)
+    assert bound.released is None
+    assert allocator.kept() == (bound.setting.outcome == "kept")
 
 
 def test_the_resident_memory_is_read_from_proc() -> None:
@@ -210,4 +196,4 @@ def test_the_resident_memory_is_read_from_proc() -> None:
 )
 def test_the_bound_takes_sensible_settings(options, message) -> None:
     with pytest.raises(ValueError, match=message):
-        allocator.KeepFreedMemory(**options)
+        allocator.MemoryBound(**options)

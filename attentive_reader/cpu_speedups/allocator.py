@@ -4,21 +4,21 @@ glibc's ``malloc`` serves every block over 32 MiB (and, before its threshold ada
 128 KiB) with a fresh ``mmap`` and gives it back to the kernel on ``free``. A training step
 allocates and frees hundreds of such blocks (the encoder's activations, the attention's
 (batch, context, hidden) tensors, their gradients), so every step page-faults its memory in
-again and the kernel zeroes it: on a 2-core AMD EPYC, a third of the Attentive Reader's step
-went to page faults (160,000 a step). While training, :func:`keep_freed_memory` has glibc
-serve large blocks from its heap and keep freed memory for the next step, as the CUDA caching
-allocator does on a GPU and as PyTorch's CPU performance guide gets from jemalloc or TCMalloc;
-:func:`release_freed_memory` puts malloc back and returns the free memory to the kernel.
+again and the kernel zeroes it, a large share of a step on a small CPU (docs/performance.md).
+While training, :func:`keep_freed_memory` has glibc serve large blocks from its heap and keep
+freed memory for the next step, as the CUDA caching allocator does on a GPU and as PyTorch's
+CPU performance guide gets from jemalloc or TCMalloc; :func:`release_freed_memory` puts
+malloc back and returns the free memory to the kernel.
 
-Only the training loop runs this way (:class:`KeepFreedMemory`, a Lightning callback the
-training commands add): a step allocates the same blocks again and again, so the memory kept
+Only the training loop runs this way (``CpuSpeedups(allocator=True)``, through
+:class:`MemoryBound`): a step allocates the same blocks again and again, so the memory kept
 settles at one level. Data preparation does not (large buffers of growing sizes, kept, would
 pile up). Where the blocks' sizes never repeat closely enough (a recurrent encoder over batches
-of every length from 200 to 2,000 tokens), glibc's heap can grow without end instead; the
-callback watches the process's resident memory and gives the memory back, for the rest of the
-run, once it has grown past twice its level after the first steps. ``ATTENTIVE_READER_ALLOCATOR=system`` leaves malloc as it is, and so does an
+of every length from 200 to 2,000 tokens), glibc's heap can grow without end instead;
+:class:`MemoryBound` watches the process's resident memory and gives the memory back, for the
+rest of the run, once it has grown past ``growth`` times its level after the first steps. An
 allocator the user chose (``LD_PRELOAD`` of jemalloc, TCMalloc or mimalloc, or glibc's
-``MALLOC_*`` variables and malloc tunables). Nothing happens on other systems.
+``MALLOC_*`` variables and malloc tunables) is left as it is. Nothing happens on other systems.
 """
 
 from __future__ import annotations
@@ -32,12 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
-import pytorch_lightning as pl
-from pytorch_lightning.callbacks import Callback
-
-from attentive_reader.common.checks import check_positive, environment_choice
-
-ENVIRONMENT = "ATTENTIVE_READER_ALLOCATOR"
+from attentive_reader.common.checks import check_positive
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +47,7 @@ DEFAULT_MMAP_MAX = 65536
 # heap (the largest value mallopt takes, 2 GiB).
 KEPT_TRIM_THRESHOLD = 2**31 - 1
 
-Outcome = Literal["kept", "system", "user", "unsupported"]
+Outcome = Literal["kept", "user", "unsupported"]
 
 
 @dataclass(frozen=True)
@@ -61,9 +56,8 @@ class AllocatorSetting:
 
     Attributes:
         outcome: ``kept``: large blocks now come from the heap and freed memory stays in the
-            process; ``system``: malloc left as it is because ``ATTENTIVE_READER_ALLOCATOR``
-            is ``system``; ``user``: left as it is because the user chose an allocator or
-            malloc settings; ``unsupported``: not glibc, or ``mallopt`` refused.
+            process; ``user``: left as it is because the user chose an allocator or malloc
+            settings; ``unsupported``: not glibc, or ``mallopt`` refused.
         reason: one line saying why, for logs.
     """
 
@@ -114,19 +108,14 @@ def keep_freed_memory(environ: Mapping[str, str] | None = None) -> AllocatorSett
     kept changes nothing.
 
     Args:
-        environ: the environment to read (default: ``os.environ``).
+        environ: the environment to read for an allocator the user chose (default:
+            ``os.environ``).
 
     Returns:
         What was done, and why.
-
-    Raises:
-        UserError: ``ATTENTIVE_READER_ALLOCATOR`` is neither ``keep`` nor ``system``.
     """
     global _kept
     environ = os.environ if environ is None else environ
-    choice = environment_choice(environ, ENVIRONMENT, "keep", "system")
-    if choice == "system":
-        return AllocatorSetting("system", f"{ENVIRONMENT}=system")
     if (user := _user_choice(environ)) is not None:
         return AllocatorSetting("user", user)
     libc = _libc()
@@ -194,17 +183,13 @@ def resident_bytes() -> int | None:
         return None
 
 
-class KeepFreedMemory(Callback):
-    """Keep freed memory from the first training batch to the end of ``fit`` (or its fault),
-    unless it keeps growing.
-
-    The data module is set up and its token ids encoded before the training loop starts, so
-    its buffers come and go under the system's malloc. The training commands add this
-    callback; add it to your own ``Trainer(callbacks=[...])`` for the same effect.
+class MemoryBound:
+    """Freed memory kept from :meth:`start` to :meth:`stop`, unless it keeps growing: what
+    ``CpuSpeedups(allocator=True)`` runs through the training loop.
 
     Args:
         growth: how many times its level after ``warmup_steps`` the resident memory may reach
-            before the kept memory is given back and malloc put back for the rest of ``fit``.
+            before the kept memory is given back and malloc put back for the rest of the run.
         warmup_steps: training batches before the level is taken (the first steps allocate
             the blocks every later step reuses).
         check_every: batches between two readings of the resident memory.
@@ -229,19 +214,13 @@ class KeepFreedMemory(Callback):
         self._level: int | None = None
         self._batches = 0
 
-    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def start(self) -> None:
+        """Keep freed memory from now on (the first training batch)."""
         self._level, self._batches = None, 0
-        if trainer.strategy.root_device.type == "cpu":
-            self.setting = keep_freed_memory()
+        self.setting = keep_freed_memory()
 
-    def on_train_batch_end(
-        self,
-        trainer: pl.Trainer,
-        pl_module: pl.LightningModule,
-        outputs: object,
-        batch: object,
-        batch_idx: int,
-    ) -> None:
+    def after_batch(self) -> None:
+        """Count a training batch; give the memory back when it grew past the bound."""
         if not kept():
             return
         self._batches += 1
@@ -261,17 +240,13 @@ class KeepFreedMemory(Callback):
             log.warning(
                 "the memory kept for training grew from %d MiB after %d steps to %d MiB "
                 "after %d: it goes back to the system for the rest of this run "
-                "(ATTENTIVE_READER_ALLOCATOR=system starts a run that way)",
+                "(CpuSpeedups(allocator=false) starts a run that way)",
                 self._level >> 20,
                 self.warmup_steps,
                 now >> 20,
                 self._batches,
             )
 
-    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        release_freed_memory()
-
-    def on_exception(
-        self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException
-    ) -> None:
+    def stop(self) -> None:
+        """Put malloc back (the end of the training loop, or its fault)."""
         release_freed_memory()

@@ -1,4 +1,5 @@
-"""The GRU's training path (``nn/gru.py``) against torch's ``nn.GRU``: values and gradients."""
+"""The fused GRU (``cpu_speedups/gru.py``) and the encoder that trains through it
+(``cpu_speedups/encoders.py``) against torch's ``nn.GRU``: values and gradients."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import pytest
 import torch
 from torch import nn
 
+from attentive_reader.cpu_speedups.encoders import FastSequenceEncoder
+from attentive_reader.cpu_speedups.gru import pack_rows, packed_gru
 from attentive_reader.nn.encoders import SequenceEncoder
-from attentive_reader.nn.gru import pack_rows, packed_gru
 
 # float64 differs from nn.GRU by rounding only; float32 by float32 rounding over ~10 steps.
 TOLERANCE = {torch.float64: 1e-12, torch.float32: 1e-5}
@@ -32,12 +34,13 @@ def _gradients(output: torch.Tensor, inputs: torch.Tensor, module: nn.Module) ->
 @pytest.mark.parametrize("lengths", [[9, 3, 7, 1, 0], [2, 5, 5, 4], [6], [0, 0]])
 def test_the_fused_encoder_gives_torchs_values_and_gradients(lengths, dtype):
     torch.manual_seed(0)
-    encoder = SequenceEncoder(5, 4, num_layers=2, rnn="gru", path="padded").to(dtype)
+    encoder = SequenceEncoder(5, 4, num_layers=2, rnn="gru").to(dtype)
     inputs, _, mask = _padded(lengths, 9, 5, dtype)
     states, final = encoder(inputs, mask)
     expected = _gradients(torch.cat([states.flatten(1), final], 1), inputs, encoder)
 
-    encoder.path = "fused"
+    _fast(encoder)
+    assert encoder._fused_applies(inputs)
     fused_states, fused_final = encoder(inputs, mask)
     got = _gradients(torch.cat([fused_states.flatten(1), fused_final], 1), inputs, encoder)
 
@@ -74,27 +77,54 @@ def test_packing_reads_the_longest_sequence_first_and_each_from_its_end():
     assert packing.previous.tolist() == [0, 1, 2, 3, 4, 6]
 
 
-def test_auto_trains_a_cpu_gru_through_the_fused_path_and_evaluates_with_torchs():
-    gru, lstm = SequenceEncoder(3, 2, rnn="gru"), SequenceEncoder(3, 2, rnn="lstm")
+def _fast(encoder: SequenceEncoder, fused_gru: bool = True) -> FastSequenceEncoder:
+    FastSequenceEncoder.swap_in(
+        encoder, fused_gru=fused_gru, parallel_directions=True, bf16_fallback=True
+    )
+    return encoder  # type: ignore[return-value]
+
+
+def test_the_fast_encoder_trains_a_cpu_gru_fused_and_evaluates_with_torchs():
+    gru, lstm = _fast(SequenceEncoder(3, 2, rnn="gru")), _fast(SequenceEncoder(3, 2, rnn="lstm"))
     inputs = torch.zeros(1, 2, 3)
-    assert gru._path(inputs) == "fused" and lstm._path(inputs) == "padded"
+    assert gru._fused_applies(inputs) and not lstm._fused_applies(inputs)  # oneDNN's LSTM
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert gru._path(inputs.bfloat16()) == "fused"  # computed in float32 inside
+        assert gru._fused_applies(inputs.bfloat16())  # computed in float32 inside
+    assert not gru._fused_applies(inputs.bfloat16())  # bf16 without autocast: torch's
+    assert not gru._fused_applies(inputs.to("meta"))  # another device: torch's kernels
     with torch.no_grad():
-        assert gru._path(inputs) == "padded"
-    assert SequenceEncoder(3, 2, rnn="gru", path="padded")._path(inputs) == "padded"
-    with pytest.raises(ValueError, match="GRU"):
-        SequenceEncoder(3, 2, rnn="lstm", path="fused")
+        assert not gru._fused_applies(inputs)  # evaluation: torch's
+    assert not _fast(SequenceEncoder(3, 2, rnn="gru"), fused_gru=False)._fused_applies(inputs)
 
 
 def test_the_fused_path_under_autocast_computes_in_float32():
     torch.manual_seed(2)
-    encoder = SequenceEncoder(3, 2, rnn="gru")
+    encoder = _fast(SequenceEncoder(3, 2, rnn="gru"))
     inputs, _, mask = _padded([3, 2], 3, 3, torch.float32)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         states, _ = encoder(inputs.bfloat16(), mask)
     assert states.dtype == torch.float32
-    encoder.path = "padded"
+    encoder.fused_gru = False
     with torch.no_grad():
         expected, _ = encoder(inputs.bfloat16().float(), mask)
     assert torch.allclose(states, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("emulated", [True, False])
+def test_the_fast_encoder_leaves_bf16_autocast_where_bf16_is_emulated(emulated, monkeypatch):
+    """Where the CPU only emulates bf16 (oneDNN has no bf16 LSTM there) the encoder computes
+    in float32; elsewhere under autocast torch's LSTM gives bf16."""
+    from attentive_reader.cpu_speedups import encoders
+
+    monkeypatch.setattr(
+        encoders, "bf16_is_emulated", lambda x: emulated and torch.is_autocast_enabled("cpu")
+    )
+    torch.manual_seed(3)
+    encoder = _fast(SequenceEncoder(3, 2, rnn="lstm"))
+    inputs, _, mask = _padded([3, 2], 3, 3, torch.float32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        states, _ = encoder(inputs, mask)
+    assert states.dtype == (torch.float32 if emulated else torch.bfloat16)
+    if emulated:
+        plain, _ = SequenceEncoder.forward(encoder, inputs, mask)
+        assert torch.equal(states, plain)

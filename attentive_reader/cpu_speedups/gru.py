@@ -25,7 +25,8 @@ graph. :class:`PackedGRU` computes the same recurrence with the passes it needs:
   gate pre-activations are ``dL/dh'`` times coefficients of the forward's saved gates,
   computed for all steps at once before the loop.
 
-``SequenceEncoder`` uses it for GRUs trained on the CPU; tests compare it with ``nn.GRU``.
+``cpu_speedups.encoders.FastSequenceEncoder`` uses it for GRUs trained on the CPU; tests
+compare it with ``nn.GRU``.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from attentive_reader.nn import gru_parallel
+from attentive_reader.cpu_speedups.gru_parallel import loops as parallel_loops
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,11 @@ def pack_rows(lengths: Tensor, n: int) -> Packing:
 
 
 def packed_gru(
-    inputs: Tensor, lengths: Tensor, cells: Sequence[nn.GRU], reverse: Sequence[bool]
+    inputs: Tensor,
+    lengths: Tensor,
+    cells: Sequence[nn.GRU],
+    reverse: Sequence[bool],
+    parallel: bool = True,
 ) -> Tensor:
     """Run one-layer GRUs over the real tokens of a padded batch.
 
@@ -110,6 +115,8 @@ def packed_gru(
         lengths: (b,) real tokens per sequence.
         cells: ``K`` one-layer ``nn.GRU``s of one hidden size, each reading ``inputs``.
         reverse: for each cell, whether it reads each sequence from its last real token.
+        parallel: run the cells' step loops each on its own core where that pays
+            (``gru_parallel.loops``); ``False``: one loop over all of them.
 
     Returns:
         (b, n, K h): the states of cell ``j`` in features ``j h .. (j + 1) h``, each at the
@@ -120,7 +127,7 @@ def packed_gru(
         torch.stack([getattr(cell, f"{name}_l0") for cell in cells])
         for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
     ]  # (K, 3h, d), (K, 3h, h), (K, 3h), (K, 3h)
-    return PackedGRU.apply(inputs, packing, tuple(reverse), *weights)
+    return PackedGRU.apply(inputs, packing, tuple(reverse), parallel, *weights)
 
 
 class PackedGRU(torch.autograd.Function):
@@ -132,6 +139,7 @@ class PackedGRU(torch.autograd.Function):
         inputs: Tensor,
         packing: Packing,
         reverse: tuple[bool, ...],
+        parallel: bool,
         w_ih: Tensor,
         w_hh: Tensor,
         b_ih: Tensor,
@@ -144,9 +152,10 @@ class PackedGRU(torch.autograd.Function):
         gi = inputs.new_empty(K, len(packing.forwards), three_h)  # (K, N, 3h)
         for j, x in enumerate(packed):
             torch.addmm(b_ih[j], x, w_ih[j].t(), out=gi[j])
-        saved = _run_steps(gi, packing, w_hh, b_hh)
+        saved = _run_steps(gi, packing, w_hh, b_hh, parallel)
         ctx.save_for_backward(*packed, w_ih, w_hh, *saved)
         ctx.packing, ctx.reverse, ctx.shape = packing, reverse, (b, n, d)
+        ctx.parallel = parallel
         states = saved[0][:, packing.first :]  # (K, N, h)
         return _unpack(states, packing, reverse, b * n).view(b, n, K * h)
 
@@ -162,7 +171,7 @@ class PackedGRU(torch.autograd.Function):
             torch.index_select(flat[:, j * h : (j + 1) * h], 0, packing.index(back), out=grad_h[j])
         previous = states.index_select(1, packing.previous)  # (K, N, h)
         coefficients, update_share = _step_coefficients(previous, gates, candidates, hidden)
-        grad_hidden = _carry_back(grad_h, coefficients, gates[..., h:], w_hh, packing)
+        grad_hidden = _carry_back(grad_h, coefficients, gates[..., h:], w_hh, packing, ctx.parallel)
         grad_w_hh = torch.bmm(grad_hidden.transpose(1, 2), previous)  # (K, 3h, h)
         grad_b_hh = grad_hidden.sum(dim=1)  # (K, 3h)
         # The input side's gates: r and z as the hidden side's, c without the factor r.
@@ -173,10 +182,21 @@ class PackedGRU(torch.autograd.Function):
         grad_inputs = grad_states.new_zeros(b * n, d)
         for j, back in enumerate(reverse):
             grad_inputs.index_add_(0, packing.index(back), grad_gi[j] @ w_ih[j])  # (b n, d)
-        return grad_inputs.view(b, n, d), None, None, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh
+        return (
+            grad_inputs.view(b, n, d),
+            None,
+            None,
+            None,
+            grad_w_ih,
+            grad_w_hh,
+            grad_b_ih,
+            grad_b_hh,
+        )
 
 
-def _run_steps(gi: Tensor, packing: Packing, w_hh: Tensor, b_hh: Tensor) -> tuple[Tensor, ...]:
+def _run_steps(
+    gi: Tensor, packing: Packing, w_hh: Tensor, b_hh: Tensor, parallel: bool
+) -> tuple[Tensor, ...]:
     """The recurrence over the packed steps.
 
     Every step's matrix product goes into one contiguous scratch block, and the hidden
@@ -188,6 +208,7 @@ def _run_steps(gi: Tensor, packing: Packing, w_hh: Tensor, b_hh: Tensor) -> tupl
         gi: ``W_i x + b_i`` of every packed row (K, N, 3h).
         packing: the batch's packing.
         w_hh: (K, 3h, h); b_hh: (K, 3h).
+        parallel: each GRU's loop on its own core where that pays (``gru_parallel.loops``).
 
     Returns:
         ``states`` (K, k(0) + N, h): the initial states (0), then the state after each row;
@@ -208,9 +229,9 @@ def _run_steps(gi: Tensor, packing: Packing, w_hh: Tensor, b_hh: Tensor) -> tupl
     input_rz = gi[..., : 2 * h] + b_hh[:, None, : 2 * h]  # (K, N, 2h): both biases of r, z
     w_hh_t = w_hh.transpose(1, 2)  # (K, h, 3h)
     scratch = gi.new_empty(K * first * three_h)  # the step's W_h h, contiguous
-    parallel = gru_parallel.loops(K, len(sizes), h)
-    if parallel is not None:  # each direction on its own core
-        parallel.forward(
+    loops = parallel_loops(K, len(sizes), h) if parallel else None
+    if loops is not None:  # each direction on its own core
+        loops.forward(
             states, gates, candidates, hidden, input_rz, gi[..., 2 * h :], b_hh[:, 2 * h :],
             w_hh_t, scratch.view(K, first * three_h), sizes, list(packing.offsets), first,
         )  # fmt: skip
@@ -273,7 +294,12 @@ def _step_coefficients(
 
 
 def _carry_back(
-    grad_h: Tensor, coefficients: Tensor, z: Tensor, w_hh: Tensor, packing: Packing
+    grad_h: Tensor,
+    coefficients: Tensor,
+    z: Tensor,
+    w_hh: Tensor,
+    packing: Packing,
+    parallel: bool,
 ) -> Tensor:
     """The backward loop: ``dL/dh`` carried from each step to the one before.
 
@@ -284,6 +310,7 @@ def _carry_back(
         z: (K, N, h) the update gates.
         w_hh: (K, 3h, h).
         packing: the batch's packing.
+        parallel: each GRU's loop on its own core where that pays (``gru_parallel.loops``).
 
     Returns:
         The gradients of the hidden side's gate pre-activations ``W_h h + b_h`` (K, N, 3h).
@@ -292,9 +319,9 @@ def _carry_back(
     sizes = list(packing.sizes)
     if not sizes:  # no sequence has a token
         return coefficients
-    parallel = gru_parallel.loops(K, len(sizes), h)
-    if parallel is not None:  # each direction on its own core
-        return parallel.backward(grad_h, coefficients, z, w_hh, sizes, list(packing.offsets))
+    loops = parallel_loops(K, len(sizes), h) if parallel else None
+    if loops is not None:  # each direction on its own core
+        return loops.backward(grad_h, coefficients, z, w_hh, sizes, list(packing.offsets))
     per_step = zip(
         reversed(sizes),
         reversed(grad_h.split(sizes, dim=1)),

@@ -1,8 +1,8 @@
 """Dropout whose mask costs one 32-bit random draw per element on the CPU.
 
 On the CPU, torch's dropout draws its mask with ``bernoulli_``, one double-precision uniform
-number per element from the Mersenne twister: about 70 ms for a (32, 1122, 256) float tensor
-on 2 cores of an Intel Xeon, as long as the rest of that tensor's reading. Here the mask
+number per element from the Mersenne twister, which can take as long as the rest of the
+reading of the tensor it masks (docs/performance.md). Here the mask
 comes from 32 random bits per element (``random_`` over the whole 64-bit range, read as two
 32-bit integers): an element is kept when its integer is below the threshold that leaves it
 with probability ``1 - p``, exact to ``2**-32`` (torch's own mask is exact to its doubles'
@@ -71,8 +71,9 @@ def dropout(inputs: Tensor, p: float, training: bool = True) -> Tensor:
     return _MaskedScale.apply(inputs, mask, 1.0 / keep)
 
 
-class Dropout(nn.Dropout):
-    """``nn.Dropout`` drawing its mask with :func:`dropout` (module docstring)."""
+class FastDropout(nn.Dropout):
+    """``nn.Dropout`` drawing its mask with :func:`dropout` (module docstring); what
+    ``CpuSpeedups(dropout=True)`` turns a reader's ``nn.Dropout`` into."""
 
     def forward(self, inputs: Tensor) -> Tensor:
         if self.inplace:  # not used by the readers; torch's path keeps its in-place contract

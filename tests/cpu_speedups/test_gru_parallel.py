@@ -1,4 +1,4 @@
-"""The GRU's step loops with each direction on its own thread (``nn/gru_parallel.py``): the same
+"""The GRU's step loops with each direction on its own thread (``cpu_speedups/gru_parallel.py``): the same
 values and gradients as the loops over both directions together, and when they are used."""
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from attentive_reader.common.errors import UserError
-from attentive_reader.nn import gru_parallel
-from attentive_reader.nn.gru import packed_gru
+from attentive_reader.cpu_speedups import gru_parallel
+from attentive_reader.cpu_speedups.gru import packed_gru
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +45,7 @@ def counted(monkeypatch):
     return calls
 
 
-def _run(lengths, dtype, seed=0):
+def _run(lengths, dtype, seed=0, parallel=True):
     """States and gradients of a bidirectional GRU layer (two cells) over a padded batch."""
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
@@ -56,7 +55,7 @@ def _run(lengths, dtype, seed=0):
     inputs = torch.randn(len(lengths), n, 6, generator=generator, dtype=dtype)
     inputs = torch.where((torch.arange(n) < lengths_t.unsqueeze(1)).unsqueeze(-1), inputs, 0.0)
     inputs.requires_grad_()
-    states = packed_gru(inputs, lengths_t, cells, (False, True))
+    states = packed_gru(inputs, lengths_t, cells, (False, True), parallel)
     weights = torch.randn(states.shape, generator=generator, dtype=dtype)
     tensors = [inputs, *(p for cell in cells for p in cell.parameters())]
     return states.detach(), torch.autograd.grad((states * weights).sum(), tensors)
@@ -69,8 +68,7 @@ def test_parallel_directions_give_the_serial_values_and_gradients(
 ):
     states, grads = _run(lengths, dtype)
     assert counted == {"forward": 1, "backward": 1}  # the parallel loops ran
-    monkeypatch.setenv(gru_parallel.ENVIRONMENT, "serial")
-    serial_states, serial_grads = _run(lengths, dtype)
+    serial_states, serial_grads = _run(lengths, dtype, parallel=False)  # gru_directions
     assert counted == {"forward": 1, "backward": 1}  # and here they did not
     tolerance = 1e-12 if dtype == torch.float64 else 1e-6
     assert torch.allclose(states, serial_states, atol=tolerance, rtol=0)
@@ -93,16 +91,6 @@ def test_one_thread_one_direction_or_a_short_loop_keeps_the_serial_loops(counted
     finally:
         torch.set_num_threads(threads)
     assert counted == {"forward": 0, "backward": 0}
-
-
-def test_the_environment_variable_chooses_and_a_wrong_value_is_named(two_threads, monkeypatch):
-    monkeypatch.setenv(gru_parallel.ENVIRONMENT, " Serial ")
-    assert gru_parallel.loops(2) is None
-    monkeypatch.setenv(gru_parallel.ENVIRONMENT, "parallel")
-    assert gru_parallel.loops(2) is not None
-    monkeypatch.setenv(gru_parallel.ENVIRONMENT, "both")
-    with pytest.raises(UserError, match="ATTENTIVE_READER_GRU_DIRECTIONS='both'.*'serial'"):
-        gru_parallel.loops(2)
 
 
 def test_without_torchscript_the_serial_loops_serve(two_threads, counted, monkeypatch):
@@ -149,7 +137,7 @@ def test_a_failure_in_a_directions_thread_reaches_the_caller():
 
 _THREAD_COUNT = """
 import os, torch
-from attentive_reader.nn import gru_parallel
+from attentive_reader.cpu_speedups import gru_parallel
 torch.set_num_threads(2)
 a = torch.randn(512, 512)
 torch.mm(a, a)  # the calling thread's own team of intra-op threads exists now
@@ -168,7 +156,8 @@ print(before, first, threads(), torch.get_num_threads())
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in Linux /proc")
 def test_the_helper_thread_adds_itself_and_no_team_of_intra_op_threads():
     """A helper whose products spread over every core kept a team of threads of its own, and
-    with more threads than cores every later 2-thread step of the process ran 2-3x slower."""
+    with more threads than cores every later step of the process waited for sleeping threads
+    (docs/performance.md)."""
     result = subprocess.run(
         [sys.executable, "-c", _THREAD_COUNT],
         capture_output=True,

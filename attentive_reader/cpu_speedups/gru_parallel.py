@@ -1,24 +1,24 @@
-"""The step loops of :mod:`attentive_reader.nn.gru`, each direction on its own core.
+"""The step loops of :mod:`attentive_reader.cpu_speedups.gru`, each direction on its own core.
 
 The two directions of a bidirectional GRU are independent recurrences. Their steps are small
 (a (32, h) x (h, 3h) product and five element-wise operations on a few thousand numbers), so
-a step costs about as much in dispatch as in arithmetic and one step of both directions
+a step costs about as much in dispatch as in arithmetic, and one step of both directions
 together (a batched product, then the element-wise operations over both) keeps only one core
 busy between products. Here each direction's loop is a TorchScript function, which runs
 without Python's GIL, so the directions run at once: the first on the calling thread, each
-other one on a helper thread kept for it (two Python threads running the Python loop were
-2.7x slower than one, holding the GIL by turns). A direction's thread first flushes subnormal
-floats if the calling thread does (``attentive_reader.denormals``; the flags are each
-thread's). Intra-op threads are set to 1 during the loops, so that the two loops do not both
-spread their products over every core; they are restored after. The directions go in parallel only where torch may use
-at least 2 threads (``torch.get_num_threads()``): a process told to use one thread (as two
-training runs side by side on 2 cores are) keeps one.
+other one on a helper thread kept for it (Python threads running the Python loop would take
+the GIL by turns, slower than one thread). A direction's thread first flushes subnormal
+floats if the calling thread does (``cpu_speedups.denormals``; the flags are each thread's).
+Intra-op threads are set to 1 during the loops, so that the two loops do not both spread
+their products over every core; they are restored after. The directions go in parallel only
+where torch may use at least 2 threads (``torch.get_num_threads()``): a process told to use
+one thread (as two training runs side by side on 2 cores are) keeps one.
 
-The loops compute exactly what the loops of :mod:`attentive_reader.nn.gru` compute (tests
-compare both with ``nn.GRU``, values and gradients). ``ATTENTIVE_READER_GRU_DIRECTIONS=serial``
-keeps the directions together, as does any failure to compile TorchScript (a Python without
-the package's source files, a torch without ``torch.jit``): then :func:`loops` is ``None`` and
-the callers run their own loops.
+The loops compute exactly what the loops of :mod:`attentive_reader.cpu_speedups.gru` compute
+(tests compare both with ``nn.GRU``, values and gradients). ``CpuSpeedups(gru_directions=
+"serial")`` keeps the directions together, as does any failure to compile TorchScript (a
+Python without the package's source files, a torch without ``torch.jit``): then
+:func:`loops` is ``None`` and the callers run their own loops.
 """
 
 from __future__ import annotations
@@ -35,10 +35,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attentive_reader.common.checks import environment_choice
-from attentive_reader.denormals import flushed
-
-ENVIRONMENT = "ATTENTIVE_READER_GRU_DIRECTIONS"
+from attentive_reader.cpu_speedups.denormals import flushed
 
 
 def _forward_direction(
@@ -193,9 +190,8 @@ class _Helper:
         # thread restores its own after the task). Without it, MKL's products here ran a
         # team of as many threads as cores of this thread's own, which stays in the process:
         # libgomp then counts more threads than cores and has every team's threads sleep
-        # instead of spin between parallel sections, and every later 2-thread step of the
-        # process ran 2-3x slower (a BiLSTM step 0.46-0.62 s before the first call,
-        # 0.99-1.38 s after; docs/performance.md).
+        # instead of spin between parallel sections, and every later step of the process
+        # waited for sleeping threads (docs/performance.md has the measurements).
         torch.set_num_threads(1)
         while True:
             self._tasks.get().run()
@@ -225,19 +221,16 @@ def _compiled() -> Loops | None:
 
 
 # Below this many (steps x hidden units) a direction's loop is too short to pay for handing
-# it to another thread: tiny readers (the tests' hidden 8, ~30 steps) trained 5-12% slower
-# in parallel. Real documents (hundreds of steps, hidden 128) are far above it.
+# it to another thread: tiny readers (the tests' hidden 8, ~30 steps) trained slower in
+# parallel. Real documents (hundreds of steps, hidden 128) are far above it.
 MIN_WORK = 16_384
 
 
 def loops(directions: int, steps: int = MIN_WORK, hidden: int = 1) -> Loops | None:
     """The parallel loops for ``directions`` GRUs read together over ``steps`` steps of
     ``hidden`` units, or ``None`` where the callers' loops serve: one direction, one torch
-    thread, a short or narrow loop (``MIN_WORK``), ``ATTENTIVE_READER_GRU_DIRECTIONS=serial``,
-    or no TorchScript."""
+    thread, a short or narrow loop (``MIN_WORK``), or no TorchScript."""
     if directions < 2 or torch.get_num_threads() < 2 or steps * hidden < MIN_WORK:
-        return None
-    if environment_choice(os.environ, ENVIRONMENT, "parallel", "serial") == "serial":
         return None
     return _compiled()
 

@@ -1,5 +1,6 @@
-"""The Impatient Reader's fused additive steps (``nn/impatient_fused.py``) against its
-``recurrence``, the paper's equations step by step through autograd."""
+"""The Impatient Reader's fused additive steps (``cpu_speedups/impatient_steps.py``) against
+the plain recurrence (``nn/impatient.py``), the paper's equations step by step through
+autograd."""
 
 from __future__ import annotations
 
@@ -7,19 +8,23 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from attentive_reader.cpu_speedups import impatient_steps
+from attentive_reader.cpu_speedups.impatient_steps import AdditiveSteps, FusedImpatientSteps
 from attentive_reader.models import ImpatientReader
-from attentive_reader.nn import impatient_fused
-from attentive_reader.nn.impatient_fused import AdditiveSteps
+from attentive_reader.nn.impatient import ImpatientSteps
 from tests.models.batches import alone, random_batch
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _reader(answer_layer: str, seed: int = 0) -> ImpatientReader:
+def _reader(answer_layer: str, seed: int = 0, fused: bool = True) -> ImpatientReader:
+    """A float64 reader, its steps fused (as ``CpuSpeedups`` swaps them in) or plain."""
     torch.manual_seed(seed)
     reader = ImpatientReader(
         vocab_size=60, num_entities=10, embedding_dim=8, hidden_dim=6, answer_layer=answer_layer
     )
+    if fused:
+        FusedImpatientSteps.swap_in(reader.steps, fused=True, bf16_fallback=True)
     return reader.double()
 
 
@@ -34,10 +39,10 @@ def _batch():
 
 
 def _loss_and_grads(reader: ImpatientReader, batch, fused: bool):
-    """Fused: the reader as it trains (the fused steps); else its recurrence. No dropout, so
+    """Fused: the reader with the fused steps; else the plain recurrence. No dropout, so
     both read the same."""
     if not fused:
-        reader.fused = None
+        reader.steps.__class__ = ImpatientSteps
     reader.eval()
     reader.zero_grad()
     out = reader(batch)
@@ -82,13 +87,14 @@ def _steps_and_grads(reader: ImpatientReader, batch, y_d, y_q, fused: bool):
     """``r(|q|)``, ``s`` and the scores of the real steps, by one path, and the gradients of a
     loss that reads all three with respect to the states and every parameter of the steps."""
     masks = batch.context_mask, batch.query_mask
+    parameters = dict(
+        scorer=reader.scorer, recurrent=reader.recurrent_proj, initial=reader.initial_read
+    )
     if fused:
-        steps = reader.fused(
-            reader.scorer, reader.recurrent_proj, reader.initial_read, y_d, y_q, *masks
-        )
+        r, attention, scores = impatient_steps.additive_steps(y_d, y_q, *masks, **parameters)
     else:
-        steps = reader.recurrence(y_d, y_q, batch)
-    r, attention, scores = steps
+        steps = ImpatientSteps()(y_d, y_q, *masks, **parameters)
+        r, attention, scores = steps.r, steps.attention, steps.scores
     scores = scores * batch.query_mask.unsqueeze(-1)  # padded steps' scores are nobody's
     generator = torch.Generator().manual_seed(5)
     loss = sum(
@@ -130,38 +136,31 @@ def test_fused_steps_and_the_recurrence_agree_in_float32_and_bfloat16(dtype):
         assert (expected - reference).abs().max() <= TOLERANCE[dtype] * scale
 
 
-def test_evaluation_autocast_and_other_scorers_take_the_recurrence():
+def test_evaluation_autocast_other_scorers_and_cuda_take_the_recurrence():
+    """The fused steps are the fast path only in training on the CPU with the additive
+    scorer, in float32/float64 outside autocast (on a GPU their cache-sized blocks become
+    thousands of small kernels: docs/scale.md)."""
     reader, batch = _reader("tied"), _batch()
+    steps, additive = reader.steps, reader.scorer
     y_d, _ = _steps_inputs(reader, batch, torch.float64)
-    assert reader.fused.applies(y_d)  # training
+    assert steps.applies(additive, y_d)  # training
+    assert steps.applies(additive, y_d.float())
     with torch.no_grad():
-        assert not reader.fused.applies(y_d)
+        assert not steps.applies(additive, y_d)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert not reader.fused.applies(y_d)
-    assert not reader.fused.applies(y_d.detach())
-    assert not reader.fused.applies(y_d.bfloat16())
+        assert not steps.applies(additive, y_d)
+    assert not steps.applies(additive, y_d.detach())
+    assert not steps.applies(additive, y_d.bfloat16())
+    assert not steps.applies(additive, y_d.to("meta"))  # another device
     dot = ImpatientReader(
         vocab_size=60, num_entities=10, embedding_dim=8, hidden_dim=6, scorer="dot"
     )
-    assert dot.fused is None  # only the additive scorer has the fused form
+    assert not steps.applies(dot.scorer, y_d)  # only the additive scorer has the fused form
+    steps.fused = False
+    assert not steps.applies(additive, y_d)  # the switch
     reader.eval()
     with torch.no_grad():
         assert reader(batch).logits.isfinite().all()
-
-
-def test_cuda_takes_the_readers_loop_the_cpu_the_fused_steps():
-    """On a GPU the fused steps' cache-sized blocks are thousands of small kernels: an H200
-    trained the paper config at 121.6 examples/s through them in fp32 and at 207.4 through the
-    reader's loop in bf16-mixed (issue 38)."""
-    from attentive_reader.nn.impatient_fused import fused_steps_apply
-
-    assert fused_steps_apply("cpu", training=True, exact=True, autocast=False)
-    assert not fused_steps_apply("cuda", training=True, exact=True, autocast=False)
-    assert not fused_steps_apply("cuda", training=True, exact=False, autocast=True)
-    assert not fused_steps_apply("cpu", training=False, exact=True, autocast=False)
-    reader, batch = _reader("tied"), _batch()
-    y_d, _ = _steps_inputs(reader, batch, torch.float32)
-    assert reader.fused.applies(y_d)
 
 
 def test_a_second_backward_through_the_fused_steps_gives_the_same_gradients():
@@ -182,7 +181,7 @@ def test_the_steps_blocks_give_the_same_values(block, monkeypatch):
     (100 floats: 8 tokens)."""
     reader, batch = _reader("tied"), _batch()
     expected, expected_grads = _loss_and_grads(reader, batch, fused=True)
-    monkeypatch.setattr(impatient_fused, "BLOCK", block)
+    monkeypatch.setattr(impatient_steps, "BLOCK", block)
     got, grads = _loss_and_grads(_reader("tied"), batch, fused=True)
     assert torch.allclose(got.logits, expected.logits, atol=1e-12)
     for name, grad in expected_grads.items():
@@ -221,11 +220,13 @@ def test_fused_steps_by_hand_one_token_one_step():
 def test_a_query_with_padding_between_its_tokens_takes_the_recurrence():
     reader, batch = _reader("tied").eval(), _batch()
     encoded = reader.encode(batch)
-    args = reader.scorer, reader.recurrent_proj, reader.initial_read, encoded.document
-    masks = batch.context_mask, batch.query_mask
-    assert reader.fused(*args, encoded.query, *masks) is not None
+    parameters = dict(
+        scorer=reader.scorer, recurrent=reader.recurrent_proj, initial=reader.initial_read
+    )
+    states = encoded.document, encoded.query, batch.context_mask
+    assert impatient_steps.additive_steps(*states, batch.query_mask, **parameters) is not None
     batch.query_mask[0, 1] = False  # a hole: the steps are not a prefix of the query
-    assert reader.fused(*args, encoded.query, *masks) is None
+    assert impatient_steps.additive_steps(*states, batch.query_mask, **parameters) is None
     expected, _ = _loss_and_grads(_reader("tied"), batch, fused=False)
     assert torch.allclose(reader(batch).logits, expected.logits, atol=1e-10)
 
@@ -248,7 +249,7 @@ def test_the_workspace_is_reused_after_a_backward_and_never_shared_by_two_live_g
     batch = _batch()
     expected, expected_grads = _loss_and_grads(_reader("tied"), batch, fused=False)
     reader = _reader("tied").eval()  # no dropout: every forward reads the same
-    workspace = reader.fused.workspace
+    workspace = reader.steps.workspace
 
     def loss_of(out):
         weights = torch.randn(out.attention.shape, generator=torch.Generator().manual_seed(1))

@@ -11,7 +11,8 @@ def bf16_is_emulated(tensor: Tensor) -> bool:
 
     There oneDNN has no bf16 LSTM or GRU and emulates bf16 arithmetic, so a loop of many small
     steps runs several times slower than in float32: the recurrent encoders and the Impatient
-    Reader's query steps leave autocast and compute in float32 instead.
+    Reader's query steps leave autocast and compute in float32 instead
+    (``CpuSpeedups(bf16_fallback=True)``).
     """
     if tensor.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
         return False

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from attentive_reader.nn.dropout import Dropout, dropout, keep_mask
+from attentive_reader.cpu_speedups.dropout import FastDropout, dropout, keep_mask
 
 
 def test_the_share_kept_is_one_minus_p_and_the_kept_values_are_scaled():
@@ -80,7 +80,7 @@ def test_evaluation_and_p_zero_return_the_input_and_p_one_zeros():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_the_module_drops_in_training_only(dtype):
-    module = Dropout(0.5)
+    module = FastDropout(0.5)
     x = torch.ones(4, 1000, dtype=dtype)
     torch.manual_seed(7)
     y = module(x)

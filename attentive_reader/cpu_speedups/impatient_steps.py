@@ -1,5 +1,5 @@
 """The Impatient Reader's additive query steps for training, fast: the same values and
-gradients as the reader's step-by-step loop (``models/impatient.py``), fewer memory passes.
+gradients as the plain recurrence (``nn/impatient.py``), fewer memory passes.
 
 Letters: ``b`` batch, ``n`` context length, ``m`` query length, ``d`` state size (2h),
 ``a`` the additive scorer's hidden size.
@@ -25,12 +25,11 @@ no more:
   rows (those whose query has an ``i``-th token): the work is the sum of the query lengths,
   not the batch size times the longest query.
 
-``FusedAdditiveSteps`` is the one entry: ``applies`` says where these steps are the reader's
-fast path (``fused_steps_apply``: training on the CPU in float32/float64 outside autocast);
-they return ``None`` for a query with padding between its tokens. Elsewhere the reader's loop
-runs. Not on CUDA: a GPU has no per-core cache to keep a block in, and the blocks become
-thousands of small kernels a batch (on an H200 the paper config trained at 121.6 examples/s
-through them in fp32, and at 207.4 through the reader's loop in ``bf16-mixed``, issue 38).
+``FusedImpatientSteps`` is the one entry: the reader's plain part (``nn/impatient.py``) with
+these steps where they are the fast path (training on the CPU with the additive scorer, in
+float32/float64 outside autocast, the query's padding after its tokens); elsewhere the plain
+recurrence runs. Not on CUDA: a GPU has no per-core cache to keep a block in, and the blocks
+become thousands of small kernels a batch (docs/scale.md).
 """
 
 from __future__ import annotations
@@ -44,81 +43,131 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from attentive_reader.nn.attention import AdditiveScorer
+from attentive_reader.cpu_speedups.precision import bf16_is_emulated
+from attentive_reader.nn.attention import AdditiveScorer, AttentionScorer
+from attentive_reader.nn.impatient import ImpatientSteps, QuerySteps, query_steps
 from attentive_reader.nn.masking import masked_softmax
 
 
-def fused_steps_apply(device_type: str, training: bool, exact: bool, autocast: bool) -> bool:
-    """Whether ``AdditiveSteps`` is the Impatient Reader's path: training (gradients on) on
-    the CPU, in float32 or float64 (``exact``) outside autocast."""
-    return device_type == "cpu" and training and exact and not autocast
+class FusedImpatientSteps(ImpatientSteps):
+    """``ImpatientSteps`` (the same values and gradients) through ``AdditiveSteps`` where they
+    apply (:meth:`applies`), and in float32 where the CPU only emulates bf16.
 
+    ``CpuSpeedups`` turns a reader's steps into this class in place (:meth:`swap_in`).
 
-class FusedAdditiveSteps(nn.Module):
-    """The fast path of the Impatient Reader's additive query steps in training (module
-    docstring). No parameters: it reads the reader's own."""
+    Attributes:
+        fused: use ``AdditiveSteps`` where they apply.
+        bf16_fallback: leave CPU bf16 autocast where the CPU emulates bf16 (many small steps:
+            faster in float32 there).
+        workspace: where ``AdditiveSteps`` keeps its activations, batch after batch.
+    """
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.workspace = Workspace()
+    fused: bool = True
+    bf16_fallback: bool = True
 
-    def train(self, mode: bool = True) -> FusedAdditiveSteps:
+    @classmethod
+    def swap_in(cls, steps: ImpatientSteps, fused: bool, bf16_fallback: bool) -> None:
+        """Turn the plain ``steps`` into this class in place, with the given switches."""
+        steps.__class__ = cls
+        steps.fused, steps.bf16_fallback = fused, bf16_fallback
+        steps.workspace = Workspace()
+
+    def train(self, mode: bool = True) -> FusedImpatientSteps:
         if not mode:
             self.workspace.clear()  # evaluation keeps no activations
         return super().train(mode)
 
-    def applies(self, y_d: Tensor) -> bool:
-        """Whether these steps are the reader's fast path for document states ``y_d``
-        (``fused_steps_apply``)."""
-        return fused_steps_apply(
-            y_d.device.type,
-            training=torch.is_grad_enabled() and y_d.requires_grad,
-            exact=y_d.dtype in (torch.float32, torch.float64),
-            autocast=torch.is_autocast_enabled(y_d.device.type),
+    def applies(self, scorer: AttentionScorer, y_d: Tensor) -> bool:
+        """Whether ``AdditiveSteps`` are the fast path for this scorer and document states
+        ``y_d``: the additive scorer, training (gradients on) on the CPU, in float32 or
+        float64 outside autocast."""
+        return (
+            self.fused
+            and isinstance(scorer, AdditiveScorer)
+            and y_d.device.type == "cpu"
+            and torch.is_grad_enabled()
+            and y_d.requires_grad
+            and y_d.dtype in (torch.float32, torch.float64)
+            and not torch.is_autocast_enabled("cpu")
         )
 
     def forward(
         self,
-        scorer: AdditiveScorer,
-        recurrent: nn.Linear,
-        initial: Tensor,
         y_d: Tensor,
         y_q: Tensor,
         context_mask: Tensor,
         query_mask: Tensor,
-    ) -> tuple[Tensor, Tensor, Tensor] | None:
-        """The reader's steps in any dtype: the examples sorted longest query first, the
-        steps, the results in the given order.
+        *,
+        scorer: AttentionScorer,
+        recurrent: nn.Linear,
+        initial: Tensor,
+        step_query: nn.Linear | None = None,
+    ) -> QuerySteps:
+        """``ImpatientSteps.forward``, fast where it can be."""
+        parameters = {"scorer": scorer, "recurrent": recurrent, "initial": initial}
+        if self.bf16_fallback and bf16_is_emulated(y_d):
+            with torch.autocast("cpu", enabled=False):
+                return self.forward(
+                    y_d.float(), y_q.float(), context_mask, query_mask,
+                    step_query=step_query, **parameters,
+                )  # fmt: skip
+        if self.applies(scorer, y_d):
+            fused = additive_steps(
+                y_d, y_q, context_mask, query_mask, workspace=self.workspace, **parameters
+            )
+            if fused is not None:
+                return query_steps(*fused, query_mask)
+        return super().forward(
+            y_d, y_q, context_mask, query_mask, step_query=step_query, **parameters
+        )
 
-        Args:
-            scorer: the steps' additive scorer (``W_d``, ``W_q`` on ``[r(i-1); y_q(i)]``, ``w``).
-            recurrent: ``W_rr``.
-            initial: ``r(0)`` (d,).
-            y_d: document states (b, n, d); y_q: query states (b, m, d).
-            context_mask: (b, n) and query_mask: (b, m), True on real tokens.
 
-        Returns:
-            ``r(|q|)`` (b, d), ``s(i)`` (b, m, n) and the scores (b, m, n) of every step, rows
-            of padded steps all 0; ``None`` for a query with padding between its tokens.
-        """
-        m = query_mask.shape[1]
-        lengths = query_mask.sum(dim=1)  # (b,)
-        positions = torch.arange(m, device=query_mask.device)  # (m,)
-        if not torch.equal(query_mask, positions < lengths.unsqueeze(-1)):
-            return None
-        if not bool((lengths[:-1] >= lengths[1:]).all()):  # the reader sorts what it trains on
-            order = torch.argsort(lengths, descending=True, stable=True)  # (b,)
-            steps = self(scorer, recurrent, initial, y_d[order], y_q[order], context_mask[order],
-                         query_mask[order])  # fmt: skip
-            inverse = torch.argsort(order)  # (b,)
-            return tuple(value[inverse] for value in steps)  # type: ignore[union-attr]
-        active = tuple((lengths.unsqueeze(-1) > positions).sum(dim=0).tolist())  # k(i)
-        vector = scorer.vector.weight.squeeze(0)  # w: (a,)
-        return AdditiveSteps.apply(
-            F.linear(y_d, 2.0 * scorer.key_proj.weight), y_d, y_q,
-            initial.to(y_d.dtype).expand(len(lengths), -1), 2.0 * scorer.query_proj.weight,
-            2.0 * vector, vector.sum(), recurrent.weight, context_mask, active, self.workspace,
-        )  # (b, d), (b, m, n), (b, m, n)  # fmt: skip
+def additive_steps(
+    y_d: Tensor,
+    y_q: Tensor,
+    context_mask: Tensor,
+    query_mask: Tensor,
+    *,
+    scorer: AdditiveScorer,
+    recurrent: nn.Linear,
+    initial: Tensor,
+    workspace: Workspace | None = None,
+) -> tuple[Tensor, Tensor, Tensor] | None:
+    """The additive steps in any dtype: the examples sorted longest query first, the steps,
+    the results in the given order.
+
+    Args:
+        y_d: document states (b, n, d); y_q: query states (b, m, d).
+        context_mask: (b, n) and query_mask: (b, m), True on real tokens.
+        scorer: the steps' additive scorer (``W_d``, ``W_q`` on ``[r(i-1); y_q(i)]``, ``w``).
+        recurrent: ``W_rr``.
+        initial: ``r(0)`` (d,).
+        workspace: where the activations are kept (``None``: a fresh tensor).
+
+    Returns:
+        ``r(|q|)`` (b, d), ``s(i)`` (b, m, n) and the scores (b, m, n) of every step, rows
+        of padded steps all 0; ``None`` for a query with padding between its tokens.
+    """
+    m = query_mask.shape[1]
+    lengths = query_mask.sum(dim=1)  # (b,)
+    positions = torch.arange(m, device=query_mask.device)  # (m,)
+    if not torch.equal(query_mask, positions < lengths.unsqueeze(-1)):
+        return None
+    if not bool((lengths[:-1] >= lengths[1:]).all()):  # longest query first
+        order = torch.argsort(lengths, descending=True, stable=True)  # (b,)
+        steps = additive_steps(
+            y_d[order], y_q[order], context_mask[order], query_mask[order],
+            scorer=scorer, recurrent=recurrent, initial=initial, workspace=workspace,
+        )  # fmt: skip
+        inverse = torch.argsort(order)  # (b,)
+        return tuple(value[inverse] for value in steps)  # type: ignore[union-attr,return-value]
+    active = tuple((lengths.unsqueeze(-1) > positions).sum(dim=0).tolist())  # k(i)
+    vector = scorer.vector.weight.squeeze(0)  # w: (a,)
+    return AdditiveSteps.apply(
+        F.linear(y_d, 2.0 * scorer.key_proj.weight), y_d, y_q,
+        initial.to(y_d.dtype).expand(len(lengths), -1), 2.0 * scorer.query_proj.weight,
+        2.0 * vector, vector.sum(), recurrent.weight, context_mask, active, workspace,
+    )  # (b, d), (b, m, n), (b, m, n)  # fmt: skip
 
 
 class _Lease:

@@ -1,7 +1,7 @@
 """Flush subnormal floats to zero while a reader trains on the CPU.
 
 A float32 below 1.2e-38 is subnormal, and an x86 CPU computes with one through a microcode
-assist, tens of times slower than with a normal float. Gradients that fade along a long
+assist, far slower than with a normal float. Gradients that fade along a long
 recurrence pass through that range: the Deep LSTM Reader's loss reads only the last states
 of a sequence of ~870 tokens, so ``dL/dh`` shrinks at every step back, and for about a
 hundred steps of every sequence oneDNN's LSTM backward computes with subnormal numbers
@@ -15,29 +15,21 @@ environment to every thread of that team (``GOMP_parallel`` calling ``fesetenv``
 torch's OpenMP is GNU's. Autograd runs a CPU backward on the thread that calls it.
 
 Like the allocator setting (``allocator.py``), only the training loop runs this way
-(:class:`FlushDenormals`, a Lightning callback the training commands add);
-``ATTENTIVE_READER_DENORMALS=keep`` leaves the flags as they are.
+(``CpuSpeedups(denormals=True)``, the callback a CPU config lists).
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import Callback
 
-from attentive_reader.common.checks import environment_choice
-
-ENVIRONMENT = "ATTENTIVE_READER_DENORMALS"
-
-Outcome = Literal["flushed", "calling thread", "kept", "unsupported"]
+Outcome = Literal["flushed", "calling thread", "unsupported"]
 
 
 @dataclass(frozen=True)
@@ -47,8 +39,7 @@ class DenormalSetting:
     Attributes:
         outcome: ``flushed``: on the calling thread and torch's OpenMP threads; ``calling
             thread``: on the calling thread only (torch's threads are not GNU OpenMP's);
-            ``kept``: nothing, ``ATTENTIVE_READER_DENORMALS`` is ``keep``; ``unsupported``:
-            this CPU has no such flags.
+            ``unsupported``: this CPU has no such flags.
         reason: one line saying why, for logs.
     """
 
@@ -64,22 +55,12 @@ def flushed() -> bool:
     return _flushed
 
 
-def flush_denormals(environ: Mapping[str, str] | None = None) -> DenormalSetting:
+def flush_denormals() -> DenormalSetting:
     """Flush subnormal floats to zero on the calling thread and torch's OpenMP threads.
 
     Call :func:`restore_denormals` when the training loop ends.
-
-    Args:
-        environ: the environment to read (default: ``os.environ``).
-
-    Raises:
-        UserError: ``ATTENTIVE_READER_DENORMALS`` is neither ``flush`` nor ``keep``.
     """
     global _flushed
-    environ = os.environ if environ is None else environ
-    choice = environment_choice(environ, ENVIRONMENT, "flush", "keep")
-    if choice == "keep":
-        return DenormalSetting("kept", f"{ENVIRONMENT}=keep")
     if not _set_everywhere(True):
         return DenormalSetting("unsupported", "torch.set_flush_denormal: not on this CPU")
     _flushed = True
@@ -104,13 +85,13 @@ def restore_denormals() -> bool:
 
 
 @contextmanager
-def denormals_flushed(environ: Mapping[str, str] | None = None) -> Iterator[DenormalSetting]:
+def denormals_flushed() -> Iterator[DenormalSetting]:
     """Flush subnormal floats inside the ``with`` block (a training loop written by hand).
 
     Yields:
         What :func:`flush_denormals` did.
     """
-    setting = flush_denormals(environ)
+    setting = flush_denormals()
     try:
         yield setting
     finally:
@@ -153,24 +134,3 @@ def _loaded_libraries() -> list[str]:
     except OSError:
         return []
     return sorted({line.split()[-1] for line in lines if ".so" in line.split()[-1]})
-
-
-class FlushDenormals(Callback):
-    """Flush subnormal floats from the first training batch to the end of ``fit`` (or its
-    fault), on the CPU. The training commands add this callback; add it to your own
-    ``Trainer(callbacks=[...])`` for the same effect."""
-
-    def __init__(self) -> None:
-        self.setting: DenormalSetting | None = None
-
-    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if trainer.strategy.root_device.type == "cpu":
-            self.setting = flush_denormals()
-
-    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        restore_denormals()
-
-    def on_exception(
-        self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException
-    ) -> None:
-        restore_denormals()
