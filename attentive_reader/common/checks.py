@@ -7,8 +7,6 @@ constructors do; a command turns it into its option's one-line error
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from attentive_reader.common.errors import UserError
 
 
@@ -44,12 +42,3 @@ def check_dropout(dropout: float) -> None:
     """Raise a ``ValueError`` unless ``0 <= dropout < 1``."""
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-
-
-def environment_choice(environ: Mapping[str, str], name: str, default: str, other: str) -> str:
-    """The value of the environment variable ``name``: ``default`` (also when unset) or
-    ``other``, in any case and spacing; else a ``UserError`` naming both."""
-    choice = environ.get(name, default).strip().lower()
-    if choice not in (default, other):
-        raise UserError(f"{name}={choice!r}: use {default!r} (the default) or {other!r}")
-    return choice
