@@ -1,24 +1,8 @@
 #!/usr/bin/env python
 """Speed of ``attentive-reader answer`` after loading: one article, and batches.
 
-Measures, in one process and with one torch thread (one CPU core; spaCy runs on one core):
-
-* ``one question``: ``Reader.answer(article, query)`` on articles cut to ``--tokens``
-  tokens (800: a CNN / Daily Mail article), spaCy NER included; the median and the 90th
-  percentile over the articles and ``--repeats`` rounds, and the median of NER alone
-  (``nlp(article)``) measured beside it;
-* ``batch``: ``Reader.answer_many`` over ``--batch`` questions (NER through one
-  ``nlp.pipe``, the reader in batches of ``--batch-size``): questions per second, the
-  median over ``--repeats`` rounds.
-
-Wall times and CPU times (the process's) are printed side by side: on a shared machine the
-CPU time is what the work needs on one free core.
-
-The reader is a trained checkpoint (``--ckpt``) or, by default, an untrained reader of a
-shipped config's size (``--config``; the speed does not depend on the weights) with a
-vocabulary of ``--words`` words and 600 entity ids, the published model scale. The articles
-come from a folder of ``.story`` files (``--stories``); the query of each is its first
-highlight with its first name blanked.
+One torch thread; wall and CPU times side by side; an untrained reader of a shipped config's
+size unless ``--ckpt``. See docs/answering.md ("Speed").
 
     python scripts/answer_speed.py --stories DIR
     python scripts/answer_speed.py --stories DIR --ckpt runs/.../last.ckpt --spacy-model NAME

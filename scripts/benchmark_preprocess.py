@@ -1,26 +1,11 @@
 #!/usr/bin/env python
 """Benchmark: the toolkit's preprocessing overhead on top of spaCy NER, and its scaling.
 
-On real CNN / Daily Mail articles (``../shared/data``: 20 ``.story`` files and 100 csv rows,
-repeated ``--repeat`` times as ``.story`` files in a temporary folder, so 240 stories by
-default), it measures in one run, as the median over ``--rounds`` interleaved rounds:
-
-* ``bare``: stories/s of a bare ``nlp.pipe`` over the articles, with the same NER-only
-  pipeline (``entities.load_pipeline``) and batch size, the pipeline already loaded;
-* ``1 process``: stories/s of ``preprocess`` with one process, end to end (loading the
-  model, reading the files, NER, cloze examples, shards, the final dataset and manifest);
-* ``2 processes``: the same with ``--num-proc 2``.
-
-Targets: ``1 process / bare >= 0.85`` (the toolkit's overhead at most 15%) and
-``2 processes / 1 process >= 1.6`` (on two free cores). Prints a table, writes JSON::
+Bare ``nlp.pipe`` against ``preprocess`` with 1 and 2 processes on the real sample stories
+(``--engine dask``: a 2-worker Dask cluster against the 2-process pool); median of
+``--rounds`` interleaved rounds. See docs/preprocessing.md ("Preprocessing speed").
 
     python scripts/benchmark_preprocess.py --output benchmark_preprocess.json
-
-``--engine dask`` measures the cluster engine instead, on the same stories in one run: a Dask
-``LocalCluster`` of 2 worker processes (1 thread each, started once, its start-up timed apart)
-against the local pool of 2 processes, interleaved, and the engine's overhead (target: under
-15%). CPU time counts the driver and its worker processes (Dask's through ``psutil``). Needs
-``pip install "attentive-reader[cluster]"``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 #!/usr/bin/env python
-"""Benchmark sections of issue 15, used by ``scripts/benchmark.py``: training data at corpus
-scale, and the answer layers' share of a training step.
-
-* ``scale``: a generated corpus of CNN-length examples (``generate_corpus``: the benchmark's
-  length distribution, 26 entities per example, Zipf words; vectorised, so 100,000 examples
-  take seconds) at two sizes. For each size, fresh processes (``child``) do what a training
-  run does before its first step: build ``ClozeDataModule`` (vocabulary, entity count), set
-  it up for ``fit`` and draw 200 training batches. The first process finds no cache and
-  encodes; the second opens the cache. Each reports its setup time and the growth of its
-  anonymous memory (``/proc/self/smaps_rollup``, ``Anonymous``: the private memory no
-  other process can share) above the imports. A third process encodes the train split
-  again with ``num_proc`` workers.
-* ``answer``: at CNN scale (contexts of ~760 tokens, 26 entities each, 600 entity ids),
-  the Attentive Reader's training step (forward, backward, SGD) with each answer layer, and
-  the answer layer alone (forward and backward from the reader's vectors to the loss).
+"""Benchmark sections ``scale`` (the data module at corpus scale, in fresh processes) and
+``answer`` (the answer layers' share of a training step), used by ``scripts/benchmark.py``;
+see docs/scale.md.
 
     python scripts/benchmark_scale.py child --data DIR [--cache-dir DIR] [--num-proc N]
 """

@@ -1,19 +1,9 @@
 #!/usr/bin/env python
 """The report of ``scripts/gpu_check.sh``: ``OUT/gpu_check.json`` and ``OUT/gpu_check.md``
-from the files its stages left in ``OUT``.
+from the files its stages left in ``OUT`` (a missing one makes its part say "not measured").
+See docs/scale.md ("The GPU check").
 
     python scripts/gpu_check_report.py OUT
-
-What it reads (a missing file makes its part say "not measured", with the stage's exit
-status): ``environment.json``, ``stages.jsonl``, ``bench_paper.json`` and
-``bench_shipped.json`` (``scripts/benchmark.py``), ``corpus.json``, the fit's simple-profiler
-report ``fit-fit_profile.txt``, its ``fit_metrics.csv``, ``gpu_samples.csv`` (``nvidia-smi``:
-time, utilisation %, memory MiB), ``test.log``, ``evaluate.json`` and ``answer.json``.
-
-The fit's training rate counts the time of its training batches and of waiting for them
-(Lightning's ``run_training_batch`` and ``train_dataloader_next``; validation and checkpoints
-left out); a full CNN epoch (380,298 questions) is that rate's estimate, and the targets of
-issue 38 are checked against it.
 """
 
 from __future__ import annotations
