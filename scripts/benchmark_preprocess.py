@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.report import print_table  # scripts/ is on sys.path when a script runs
 from rich.console import Console
-from rich.table import Table
 
 from attentive_reader.corpus.pipeline import load_pipeline
 from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
@@ -107,35 +107,40 @@ def start_cluster():
 
     start = time.perf_counter()
     cluster = LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
     )
     return cluster, time.perf_counter() - start
 
 
+def interleaved(runs: dict, rounds: int, say, label: str = "round", alternate: bool = False):
+    """Wall and CPU seconds of each of ``runs`` (name -> a function that returns them), by
+    name, over ``rounds`` rounds (with ``alternate``, every other round in reverse order)."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
+    for round_ in range(rounds):
+        order = list(runs.items())
+        for name, run in order[::-1] if alternate and round_ % 2 else order:
+            wall, used = run()
+            times[name].append(wall)
+            cpu[name].append(used)
+        say(
+            f"{label} {round_ + 1}/{rounds}: "
+            + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items())
+        )
+    return times, cpu
+
+
 def run_engines(args, folder: Path, tmp: Path, console: Console) -> dict:
-    """``--engine dask``: the 2-worker cluster against the 2-process pool, interleaved."""
+    """``--engine dask``: the 2-worker cluster against the 2-process pool, interleaved (neither
+    always first)."""
     cluster, startup = start_cluster()
-    names = ("2 processes", "dask, 2 workers")
-    times: dict[str, list[float]] = {name: [] for name in names}
-    cpu: dict[str, list[float]] = {name: [] for name in names}
+    options = (args.model, args.batch_size, args.shard_size)
+    runs = {
+        "2 processes": lambda: toolkit(folder, tmp / "out", options[0], 2, *options[1:]),
+        "dask, 2 workers": lambda: toolkit(folder, tmp / "out", options[0], 1, *options[1:], cluster),
+    }  # fmt: skip
     try:
-        for round_ in range(args.rounds):
-            order = list(zip(names, (None, cluster)))
-            for name, on in order if round_ % 2 == 0 else order[::-1]:  # neither always first
-                procs = 2 if on is None else 1
-                wall, used = toolkit(
-                    folder, tmp / "out", args.model, procs, args.batch_size, args.shard_size, on
-                )
-                times[name].append(wall)
-                cpu[name].append(used)
-            console.print(
-                f"round {round_ + 1}/{args.rounds}: "
-                + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items())
-            )
+        times, cpu = interleaved(runs, args.rounds, console.print, alternate=True)
     finally:
         cluster.close()
     return {"times": times, "cpu": cpu, "cluster_startup_seconds": startup}
@@ -147,20 +152,13 @@ def engine_report(n: int, rounds: int, measured: dict, console: Console) -> dict
     median = {k: statistics.median(v) for k, v in times.items()}
     median_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     base = median["2 processes"]
-    table = Table(
-        title=f"Preprocessing engines, {n} stories, {os.cpu_count()} cores (median of {rounds})"
-    )
-    for column in ("", "seconds", "stories/s", "overhead vs local pool", "CPU s"):
-        table.add_column(column, justify="right")
-    for name in times:
-        table.add_row(
-            name,
-            f"{median[name]:.2f}",
-            f"{n / median[name]:.1f}",
-            f"{median[name] / base - 1:+.1%}",
-            f"{median_cpu[name]:.2f}",
-        )
-    console.print(table)
+    title = f"Preprocessing engines, {n} stories, {os.cpu_count()} cores (median of {rounds})"
+    columns = ("", "seconds", "stories/s", "overhead vs local pool", "CPU s")
+    rows = [
+        (k, f"{median[k]:.2f}", f"{n / median[k]:.1f}", f"{median[k] / base - 1:+.1%}", f"{median_cpu[k]:.2f}")
+        for k in times
+    ]  # fmt: skip
+    print_table(console, title, columns, rows, left=0)
     overhead = median["dask, 2 workers"] / base - 1
     console.print(
         f"Dask engine overhead against the local pool: {overhead:+.1%} (target < 15%); the "
@@ -215,41 +213,26 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"wrote {args.output}")
             return 0
         nlp = load_pipeline(args.model)
-        times: dict[str, list[float]] = {"bare": [], "1 process": [], "2 processes": []}
-        cpu: dict[str, list[float]] = {name: [] for name in times}
-        for round_ in range(args.rounds):
-            wall, used = bare_pipe(nlp, articles, args.batch_size)
-            times["bare"].append(wall)
-            cpu["bare"].append(used)
-            for procs, name in ((1, "1 process"), (2, "2 processes")):
-                wall, used = toolkit(
-                    folder, Path(tmp) / "out", args.model, procs, args.batch_size, args.shard_size
-                )
-                times[name].append(wall)
-                cpu[name].append(used)
-            console.print(
-                f"round {round_ + 1}/{args.rounds}: "
-                + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items())
-            )
+        out, options = Path(tmp) / "out", (args.batch_size, args.shard_size)
+        runs = {
+            "bare": lambda: bare_pipe(nlp, articles, args.batch_size),
+            "1 process": lambda: toolkit(folder, out, args.model, 1, *options),
+            "2 processes": lambda: toolkit(folder, out, args.model, 2, *options),
+        }
+        times, cpu = interleaved(runs, args.rounds, console.print)
 
     median = {k: statistics.median(v) for k, v in times.items()}
     median_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     rate = {k: n / s for k, s in median.items()}
     ratio = rate["1 process"] / rate["bare"]
     speedup = rate["2 processes"] / rate["1 process"]
-    table = Table(title=f"Preprocessing throughput, {n} stories (median of {args.rounds})")
-    for column in ("", "seconds", "stories/s", "vs bare nlp.pipe", "vs 1 process", "CPU s"):
-        table.add_column(column, justify="right")
-    for name in times:
-        table.add_row(
-            name,
-            f"{median[name]:.2f}",
-            f"{rate[name]:.1f}",
-            f"{rate[name] / rate['bare']:.2f}x",
-            f"{rate[name] / rate['1 process']:.2f}x",
-            f"{median_cpu[name]:.2f}",
-        )
-    console.print(table)
+    title = f"Preprocessing throughput, {n} stories (median of {args.rounds})"
+    columns = ("", "seconds", "stories/s", "vs bare nlp.pipe", "vs 1 process", "CPU s")
+    rows = [
+        (k, f"{median[k]:.2f}", f"{rate[k]:.1f}", f"{rate[k] / rate['bare']:.2f}x", f"{rate[k] / rate['1 process']:.2f}x", f"{median_cpu[k]:.2f}")
+        for k in times
+    ]  # fmt: skip
+    print_table(console, title, columns, rows, left=0)
     cpu_ratio = median_cpu["bare"] / median_cpu["1 process"]
     console.print(
         f"overhead ratio (1 process / bare) {ratio:.3f} (target >= 0.85); "

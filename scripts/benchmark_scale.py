@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from bench.report import print_results, print_table
 from bench.settings import DEEP_LSTM_SHIPPED
 
 CHILD_BATCHES = 200
@@ -231,14 +233,8 @@ def run_scale(sizes: list[int], folder: Path, shape: CorpusShape, num_proc: int,
             "encode_tokens_per_cpu_second": first["tokens"] / first["encode_cpu_seconds"],
             "workers_tokens_per_second": workers["tokens"] / workers["encode_seconds"],
         }
-        _remove(data)
+        shutil.rmtree(data, ignore_errors=True)
     return {"sizes": results, "num_proc": num_proc}
-
-
-def _remove(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
 
 
 # --- the answer layers' share of a step ------------------------------------------------------
@@ -383,14 +379,8 @@ def targets(result: dict) -> list[Target]:
         rows += _scale_targets(result["scale"])
     for name, row in (result.get("answer") or {}).get("results", {}).items():
         share = row["share_of_step"]
-        rows.append(
-            Target(
-                f"answer layer '{name}', share of a training step",
-                "<= 5%",
-                f"{share:.1%}",
-                share <= 0.05,
-            )
-        )
+        what = f"answer layer '{name}', share of a training step"
+        rows.append(Target(what, "<= 5%", f"{share:.1%}", share <= 0.05))
     if result.get("train"):
         rows += _train_targets(result["train"], result.get("device"))
     return rows
@@ -401,55 +391,25 @@ def _scale_targets(scale: dict) -> list[Target]:
     sizes = scale["sizes"]
     for size, row in sizes.items():
         setup, memory = row["again"]["setup_seconds"], row["again"]["anonymous_mib"]
-        rows.append(
-            Target(
-                f"setup after the first run, {int(size):,} examples",
-                "< 10 s",
-                f"{setup:.2f} s",
-                setup < 10,
-            )
-        )
-        rows.append(
-            Target(
-                f"anonymous memory of the data, {int(size):,} examples",
-                "< 300 MiB",
-                f"{memory:.0f} MiB",
-                memory < 300,
-            )
-        )
+        what = f"setup after the first run, {int(size):,} examples"
+        rows.append(Target(what, "< 10 s", f"{setup:.2f} s", setup < 10))
+        what = f"anonymous memory of the data, {int(size):,} examples"
+        rows.append(Target(what, "< 300 MiB", f"{memory:.0f} MiB", memory < 300))
     memory = [row["again"]["anonymous_mib"] for row in sizes.values()]
     if len(memory) > 1:
         small, large = min(memory), max(memory)
         counts = [int(size) for size in sizes]
         same = f"same at {min(counts):,} and {max(counts):,}"
-        rows.append(
-            Target(
-                "memory independent of corpus size",
-                same,
-                f"{small:.0f} vs {large:.0f} MiB",
-                large - small < 0.1 * 300,
-            )
-        )
+        measured = f"{small:.0f} vs {large:.0f} MiB"
+        rows.append(Target("memory independent of corpus size", same, measured, large - small < 30))
     largest = sizes[max(sizes, key=int)]
     rate = largest["encode_tokens_per_cpu_second"]
-    rows.append(
-        Target(
-            "first encoding, one core (tokens per CPU second)",
-            ">= 5M tokens/s",
-            f"{rate / 1e6:.1f}M tokens/s",
-            rate >= 5e6,
-        )
-    )
+    what = "first encoding, one core (tokens per CPU second)"
+    rows.append(Target(what, ">= 5M tokens/s", f"{rate / 1e6:.1f}M tokens/s", rate >= 5e6))
     workers, first = largest["workers_tokens_per_second"], largest["encode_tokens_per_second"]
     measured = f"{workers / 1e6:.1f}M tokens/s ({workers / first:.2f}x one process's wall)"
-    rows.append(
-        Target(
-            f"first encoding, {scale['num_proc']} workers (wall)",
-            "more than one process",
-            measured,
-            None,
-        )
-    )
+    what = f"first encoding, {scale['num_proc']} workers (wall)"
+    rows.append(Target(what, "more than one process", measured, None))
     return rows
 
 
@@ -473,25 +433,19 @@ def _train_targets(train: dict, device: str | None) -> list[Target]:
         f"{attentive['share_of_dense']:.0%} (per CPU second {attentive.get('cpu_share_of_dense', nan):.0%}; "
         f"per token computed, padding included, {attentive.get('computed_share_of_dense', nan):.0%})"
     )
-    rows.append(
-        Target(
-            "Attentive Reader, share of the dense limit (tokens/s)", "stay near 95%", measured, None
-        )
-    )
+    what = "Attentive Reader, share of the dense limit (tokens/s)"
+    rows.append(Target(what, "stay near 95%", measured, None))
     gpu = device == "cuda"
     for key in ("bf16-mixed", "fp32"):
         row = train.get(f"Attentive (bilinear), {key}")
         if row:
             cnn = CNN_TRAIN_QUESTIONS / row["median_examples_per_second"]
             both = CNN_DM_TRAIN_QUESTIONS / row["median_examples_per_second"]
-            rows.append(
-                Target(
-                    f"full training epoch, Attentive {key} ({device})",
-                    "< 2 min on one H200, bf16" if gpu else "GPU target; CPU shown",
-                    f"CNN {_duration(cnn)}, CNN + Daily Mail {_duration(both)}",
-                    (cnn < 120) if gpu and key == "bf16-mixed" else None,
-                )
-            )
+            what = f"full training epoch, Attentive {key} ({device})"
+            wanted = "< 2 min on one H200, bf16" if gpu else "GPU target; CPU shown"
+            measured = f"CNN {_duration(cnn)}, CNN + Daily Mail {_duration(both)}"
+            met = (cnn < 120) if gpu and key == "bf16-mixed" else None
+            rows.append(Target(what, wanted, measured, met))
     return rows
 
 
@@ -522,17 +476,14 @@ def _duration(seconds: float) -> str:
 
 def print_tables(console, result: dict) -> None:
     """The scale, answer-layer and targets tables of ``result``."""
-    from rich.table import Table
-
     scale = result.get("scale")
     if scale:
-        table = Table(
-            title="Training data at corpus scale: from constructing ClozeDataModule to "
+        title = (
+            "Training data at corpus scale: from constructing ClozeDataModule to "
             f"{CHILD_BATCHES} batches, fresh processes"
         )
         columns = ("examples", "run", "setup s", "encode s", "tokens/CPU s", "+ anon MiB")
-        for column in (*columns, f"{CHILD_BATCHES} batches s"):
-            table.add_column(column, justify="right")
+        rows = []
         for size, row in scale["sizes"].items():
             for label, run in (
                 ("first (encodes)", row["first"]),
@@ -540,7 +491,7 @@ def print_tables(console, result: dict) -> None:
                 (f"{scale['num_proc']} workers, new cache", row["workers"]),
             ):
                 cpu = run.get("encode_cpu_seconds") or 0
-                table.add_row(
+                rows.append((
                     f"{int(size):,}",
                     label,
                     f"{run['setup_seconds']:.2f}",
@@ -548,32 +499,25 @@ def print_tables(console, result: dict) -> None:
                     f"{run['tokens'] / cpu / 1e6:.1f}M" if cpu and run["num_proc"] == 1 else "",
                     f"{run['anonymous_mib']:.0f}",
                     f"{run['batches_seconds']:.1f}",
-                )
-        console.print(table)
+                ))  # fmt: skip
+        print_table(console, title, (*columns, f"{CHILD_BATCHES} batches s"), rows, left=0)
     answer = result.get("answer")
     if answer:
-        table = Table(
-            title=f"Answer layers at CNN scale (batch {answer['batch']}, padded length "
+        title = (
+            f"Answer layers at CNN scale (batch {answer['batch']}, padded length "
             f"{answer['padded_length']}, {answer['num_entities']} entity ids; median)"
         )
-        for column in ("answer layer", "training step s", "answer layer s", "share"):
-            table.add_column(column, justify="right" if column != "answer layer" else "left")
-        for name, row in answer["results"].items():
-            table.add_row(
-                name,
-                f"{row['step_seconds']:.3f}",
-                f"{row['answer_seconds']:.4f}",
-                f"{row['share_of_step']:.1%}",
-            )
-        console.print(table)
+        specs = (
+            ("training step s", "step_seconds", "{:.3f}"),
+            ("answer layer s", "answer_seconds", "{:.4f}"),
+            ("share", "share_of_step", "{:.1%}"),
+        )
+        print_results(console, title, answer["results"], specs, first="answer layer")
     rows = targets(result)
     if rows:
-        table = Table(
-            title=f"Targets of issues 15 and 39 ({result.get('cpu_model')}, {result.get('device')})"
-        )
-        for column in ("target", "wanted", "measured", "met"):
-            table.add_column(column, justify="left")
-        for row in rows:
-            met = "-" if row.met is None else ("yes" if row.met else "NO")
-            table.add_row(row.name, row.target, row.measured, met)
-        console.print(table)
+        title = f"Targets of issues 15 and 39 ({result.get('cpu_model')}, {result.get('device')})"
+        shown = [
+            (t.name, t.target, t.measured, "-" if t.met is None else ("yes" if t.met else "NO"))
+            for t in rows
+        ]
+        print_table(console, title, ("target", "wanted", "measured", "met"), shown, left=4)

@@ -31,30 +31,29 @@ def run_preprocess(settings: Settings, say) -> dict | None:
         say(f"preprocess: skipped ({error})")
         return None
     names = ("bare nlp.pipe", "toolkit, 1 process", "toolkit, 2 processes")
-    seconds: dict[str, list[float]] = {name: [] for name in names}
-    cpu: dict[str, list[float]] = {name: [] for name in names}
     peaks: dict[str, float] = dict.fromkeys(names, 0.0)
+
+    def measured(name: str, run):
+        def timed() -> tuple[float, float]:
+            peak_reset()
+            wall_and_cpu = run()
+            children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+            peaks[name] = max(peaks[name], peak_mib(), children if "2" in name else 0)
+            return wall_and_cpu
+
+        return timed
+
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "stories"
+        folder, out = Path(tmp) / "stories", Path(tmp) / "out"
         folder.mkdir()
         articles = bp.write_stories(bp.DATA, folder, settings.preprocess_repeat)
-        for round_ in range(settings.preprocess_rounds):
-            for name in names:
-                peak_reset()
-                if name == names[0]:
-                    wall, used = bp.bare_pipe(nlp, articles, batch_size)
-                else:
-                    procs = 1 if "1 process" in name else 2
-                    out = Path(tmp) / "out"
-                    wall, used = bp.toolkit(folder, out, model, procs, batch_size, shard_size)
-                seconds[name].append(wall)
-                cpu[name].append(used)
-                children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-                peaks[name] = max(peaks[name], peak_mib(), children if "2" in name else 0)
-            say(
-                f"preprocess round {round_ + 1}/{settings.preprocess_rounds}: "
-                + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in seconds.items())
-            )
+        runs = {
+            names[0]: lambda: bp.bare_pipe(nlp, articles, batch_size),
+            names[1]: lambda: bp.toolkit(folder, out, model, 1, batch_size, shard_size),
+            names[2]: lambda: bp.toolkit(folder, out, model, 2, batch_size, shard_size),
+        }
+        runs = {name: measured(name, run) for name, run in runs.items()}
+        seconds, cpu = bp.interleaved(runs, settings.preprocess_rounds, say, "preprocess round")
     bare = statistics.median(seconds[names[0]])
     bare_cpu = statistics.median(cpu[names[0]])
     return {
