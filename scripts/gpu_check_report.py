@@ -9,6 +9,7 @@ See docs/scale.md ("The GPU check").
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import re
@@ -40,38 +41,32 @@ def read_json(path: Path) -> Any:
         return None
 
 
+def text(path: Path) -> str:
+    """The file's text; empty where it cannot be read (a stage that left no file)."""
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
 def stages(out: Path) -> dict[str, dict]:
     """Each stage's line of ``stages.jsonl`` (status, limit, seconds; or why it was skipped)."""
     result = {}
-    try:
-        lines = (out / "stages.jsonl").read_text().splitlines()
-    except OSError:
-        return result
-    for line in lines:
-        try:
+    for line in text(out / "stages.jsonl").splitlines():
+        with contextlib.suppress(ValueError):
             record = json.loads(line)
-        except ValueError:
-            continue
-        result[record["stage"]] = record
+            result[record["stage"]] = record
     return result
 
 
 def profile(path: Path) -> dict[str, dict[str, float]]:
     """Lightning's simple-profiler report: action -> {mean, calls, total} (seconds)."""
     rows: dict[str, dict[str, float]] = {}
-    try:
-        text = path.read_text()
-    except OSError:
-        return rows
-    for line in text.splitlines():
+    for line in text(path).splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) < 4:
-            continue
-        try:
-            mean, calls, total = float(cells[1]), float(cells[2]), float(cells[3])
-        except ValueError:
-            continue
-        rows[cells[0]] = {"mean": mean, "calls": calls, "total": total}
+        with contextlib.suppress(ValueError):  # not a row of figures
+            mean, calls, total = map(float, cells[1:4])
+            rows[cells[0]] = {"mean": mean, "calls": calls, "total": total}
     return rows
 
 
@@ -79,16 +74,10 @@ def gpu_samples(path: Path) -> dict[str, float] | None:
     """Utilisation (%) and memory (MiB) sampled by nvidia-smi: their mean, median and peak; the
     busy mean counts only the samples from the first to the last with the GPU busy."""
     util, memory = [], []
-    try:
-        with path.open() as handle:
-            for row in csv.reader(handle):
-                try:
-                    util.append(float(row[1]))
-                    memory.append(float(row[2]))
-                except (IndexError, ValueError):
-                    continue
-    except OSError:
-        return None
+    for row in csv.reader(text(path).splitlines()):
+        with contextlib.suppress(IndexError, ValueError):
+            util.append(float(row[1]))
+            memory.append(float(row[2]))
     if not util:
         return None
     busy = [i for i, u in enumerate(util) if u > 0]
@@ -130,20 +119,14 @@ def fit_summary(out: Path, corpus: dict | None, batch_size: int) -> dict | None:
         "step_ms_mean": 1000 * batch["mean"],
         "cnn_epoch_seconds_estimate": CNN_TRAIN_QUESTIONS / rate if rate else None,
     }
-    metrics = out / "fit_metrics.csv"
-    if metrics.is_file():
-        with metrics.open() as handle:
-            for row in csv.DictReader(handle):
-                if row.get("val_acc"):
-                    summary["val_acc"] = float(row["val_acc"])
+    for row in csv.DictReader(text(out / "fit_metrics.csv").splitlines()):
+        if row.get("val_acc"):
+            summary["val_acc"] = float(row["val_acc"])
     return summary
 
 
 def test_accuracy(path: Path) -> float | None:
-    try:
-        match = re.search(r"test_acc\s*[│|]\s*([0-9.]+)", path.read_text())
-    except OSError:
-        return None
+    match = re.search(r"test_acc\s*[│|]\s*([0-9.]+)", text(path))
     return float(match.group(1)) if match else None
 
 
@@ -239,11 +222,7 @@ def logged_rates(path: Path) -> dict[str, list[float]]:
     """Each entry's examples/s by round, from the lines the benchmark prints as it goes
     (``round 1/3: NAME: 12.3 examples/s, ...``): what a stage stopped by its time limit leaves."""
     rates: dict[str, list[float]] = {}
-    try:
-        text = path.read_text()
-    except OSError:
-        return rates
-    for match in re.finditer(r"^round \d+/\d+: (.+): ([0-9.]+) examples/s", text, re.M):
+    for match in re.finditer(r"^round \d+/\d+: (.+): ([0-9.]+) examples/s", text(path), re.M):
         rates.setdefault(match.group(1), []).append(float(match.group(2)))
     return rates
 
