@@ -29,6 +29,8 @@ def untrained_checkpoint(config: Path, words: int, spacy_model: str, out: Path) 
     import torch
     import yaml
 
+    from attentive_reader.corpus.entities import DEFAULT_LABELS
+    from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info
     from attentive_reader.data.vocab import Vocabulary
 
     model_config = yaml.safe_load(config.read_text())["model"]
@@ -40,27 +42,20 @@ def untrained_checkpoint(config: Path, words: int, spacy_model: str, out: Path) 
         num_entities=vocab.num_entities,
         **model_config.get("init_args", {}),
     )
+    pipeline = {
+        "spacy": pipeline_info(load_pipeline(spacy_model)),
+        "spacy_model": spacy_model,
+        "labels": list(DEFAULT_LABELS),
+        "lowercase": True,
+        "max_context_tokens": 2000,
+    }
     checkpoint = {
         "state_dict": reader.state_dict(),
         "hyper_parameters": dict(reader.hparams),
         "reader_class": model_config["class_path"],
         "datamodule_hyper_parameters": {},
-        "ClozeDataModule": {
-            "vocab": vocab.to_dict(),
-            "pipeline": {
-                "spacy": None,  # filled below from the loaded pipeline
-                "spacy_model": spacy_model,
-                "labels": None,
-                "lowercase": True,
-                "max_context_tokens": 2000,
-            },
-        },
+        "ClozeDataModule": {"vocab": vocab.to_dict(), "pipeline": pipeline},
     }
-    from attentive_reader.corpus.entities import DEFAULT_LABELS
-    from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info
-
-    checkpoint["ClozeDataModule"]["pipeline"]["spacy"] = pipeline_info(load_pipeline(spacy_model))
-    checkpoint["ClozeDataModule"]["pipeline"]["labels"] = list(DEFAULT_LABELS)
     path = out / "untrained.ckpt"
     torch.save(checkpoint, path)
     return path

@@ -198,14 +198,11 @@ def main(argv: list[str] | None = None) -> int:
         settings = replace(settings, scale_sizes=tuple(args.scale_sizes))
     if args.paper_sizes:
         settings = replace(settings, embedding_dim=PAPER_SIZES[0], hidden_dim=PAPER_SIZES[1])
-    if args.train_batches is not None:
-        if args.train_batches < 2:
-            parser.error("--train-batches must be at least 2")
-        settings = replace(settings, train_batches=args.train_batches)
-    if args.rounds is not None:
-        if args.rounds < 1:
-            parser.error("--rounds must be at least 1")
-        settings = replace(settings, rounds=args.rounds)
+    for key, least in (("train_batches", 2), ("rounds", 1)):
+        if (value := getattr(args, key)) is not None:
+            if value < least:
+                parser.error(f"--{key.replace('_', '-')} must be at least {least}")
+            settings = replace(settings, **{key: value})
     sections = args.sections or [s for s in SECTIONS if not (args.quick and s == "preprocess")]
     console = Console(width=None if sys.stdout.isatty() else 120)
 

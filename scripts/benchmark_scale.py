@@ -244,6 +244,7 @@ def run_answer(data: Path, vocab: Path, settings, rounds: int, device: str, say)
     """Training-step seconds with each answer layer, and the answer layer's own seconds."""
     import torch
     import torch.nn.functional as F
+    from bench.measure import sync
 
     from attentive_reader.data.datamodule import ClozeDataModule
     from attentive_reader.models import AttentiveReader
@@ -251,7 +252,9 @@ def run_answer(data: Path, vocab: Path, settings, rounds: int, device: str, say)
     datamodule = ClozeDataModule(str(data), vocab=str(vocab), entity_ids="first_occurrence")
     datamodule.setup("fit")
     batches = [
-        batch.__class__(**{k: _to(v, device) for k, v in vars(batch).items()})
+        batch.__class__(
+            **{k: v.to(device) if hasattr(v, "to") else v for k, v in vars(batch).items()}
+        )
         for _, batch in zip(range(3), datamodule.train_dataloader())
     ]
     layers = ("output", "tied", "pointer")
@@ -271,13 +274,13 @@ def run_answer(data: Path, vocab: Path, settings, rounds: int, device: str, say)
             ).to(device)
             optimizer = torch.optim.SGD(reader.parameters(), lr=0.1)
             for i, batch in enumerate(batches):
-                _sync(device)
+                sync()
                 started = time.perf_counter()
                 loss = F.cross_entropy(reader(batch).logits, batch.answer)
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                _sync(device)
+                sync()
                 if i > 0:  # the first is a warm-up
                     step[name].append(time.perf_counter() - started)
                 alone_seconds = _answer_alone(reader, batch, name, settings, device)
@@ -311,6 +314,7 @@ def _answer_alone(reader, batch, name: str, settings, device: str) -> float:
     shapes (``g`` (b, 2h), attention weights and scores (b, n)) to the loss."""
     import torch
     import torch.nn.functional as F
+    from bench.measure import sync
 
     from attentive_reader.nn.answer import AnswerInput
     from attentive_reader.nn.masking import mask_logits
@@ -319,24 +323,13 @@ def _answer_alone(reader, batch, name: str, settings, device: str) -> float:
     g = torch.randn(b, 2 * settings.hidden_dim, device=device, requires_grad=True)
     scores = torch.randn(b, n, device=device, requires_grad=True)
     weights = torch.softmax(scores.detach().masked_fill(~batch.context_mask, -1e9), dim=-1)
-    _sync(device)
+    sync()
     started = time.perf_counter()
     given = AnswerInput(vector=g, weights=weights, token_scores=scores)  # the head takes its own
     logits = mask_logits(reader.answer.score(reader.answer_context(batch), given), batch.candidates)
     F.cross_entropy(logits, batch.answer).backward()
-    _sync(device)
+    sync()
     return time.perf_counter() - started
-
-
-def _to(value, device: str):
-    return value.to(device) if hasattr(value, "to") else value
-
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
 
 
 def main(argv: list[str] | None = None) -> int:
