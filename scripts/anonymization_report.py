@@ -1,23 +1,12 @@
 #!/usr/bin/env python
 """How good is a preprocessed dataset's anonymization? Baselines beside the published ones.
 
-Reads a dataset made by ``attentive-reader preprocess`` (all its splits together, or one with
-``--split``) and prints the non-neural baselines beside Hermann et al. (2015)'s, entities and questions per
-document, the share of answers whose entity has a second marker with a related name
-(alias, demonym, plural, acronym, surname, first name: a probably split entity) and the
-share of queries holding a context entity's name as plain words. The baselines are
-expected accuracies under a random tie-break (as on the DeepMind data, whose markers are
-permuted per document), scored by the same function as ``attentive-reader evaluate``'s, so
-``--split test`` gives the figures of ``evaluate --split test``; ± is half the 95%
-cluster-bootstrap interval over documents::
+Reads a dataset made by ``attentive-reader preprocess`` (all its splits, or ``--split``) and
+prints the non-neural baselines, entities and questions per document, the share of probably
+split entities and of queries naming a context entity; ``--adjacent`` lists the answers whose
+marker stands beside another marker. See docs/anonymization.md.
 
     python scripts/anonymization_report.py data/cnn_test --published cnn --json report.json
-
-``--adjacent`` also lists every question whose answer's marker stands directly beside
-another marker in the context, with the two names and a rough kind (one name split in two,
-a mention that is no name, or two real names side by side). See
-``attentive_reader.eval.anonymization`` and ``attentive_reader.eval.adjacent`` for the
-definitions.
 """
 
 from __future__ import annotations

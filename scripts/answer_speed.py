@@ -1,24 +1,8 @@
 #!/usr/bin/env python
 """Speed of ``attentive-reader answer`` after loading: one article, and batches.
 
-Measures, in one process and with one torch thread (one CPU core; spaCy runs on one core):
-
-* ``one question``: ``Reader.answer(article, query)`` on articles cut to ``--tokens``
-  tokens (800: a CNN / Daily Mail article), spaCy NER included; the median and the 90th
-  percentile over the articles and ``--repeats`` rounds, and the median of NER alone
-  (``nlp(article)``) measured beside it;
-* ``batch``: ``Reader.answer_many`` over ``--batch`` questions (NER through one
-  ``nlp.pipe``, the reader in batches of ``--batch-size``): questions per second, the
-  median over ``--repeats`` rounds.
-
-Wall times and CPU times (the process's) are printed side by side: on a shared machine the
-CPU time is what the work needs on one free core.
-
-The reader is a trained checkpoint (``--ckpt``) or, by default, an untrained reader of a
-shipped config's size (``--config``; the speed does not depend on the weights) with a
-vocabulary of ``--words`` words and 600 entity ids, the published model scale. The articles
-come from a folder of ``.story`` files (``--stories``); the query of each is its first
-highlight with its first name blanked.
+One torch thread; wall and CPU times side by side; an untrained reader of a shipped config's
+size unless ``--ckpt``. See docs/answering.md ("Speed").
 
     python scripts/answer_speed.py --stories DIR
     python scripts/answer_speed.py --stories DIR --ckpt runs/.../last.ckpt --spacy-model NAME
@@ -45,6 +29,8 @@ def untrained_checkpoint(config: Path, words: int, spacy_model: str, out: Path) 
     import torch
     import yaml
 
+    from attentive_reader.corpus.entities import DEFAULT_LABELS
+    from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info
     from attentive_reader.data.vocab import Vocabulary
 
     model_config = yaml.safe_load(config.read_text())["model"]
@@ -56,27 +42,20 @@ def untrained_checkpoint(config: Path, words: int, spacy_model: str, out: Path) 
         num_entities=vocab.num_entities,
         **model_config.get("init_args", {}),
     )
+    pipeline = {
+        "spacy": pipeline_info(load_pipeline(spacy_model)),
+        "spacy_model": spacy_model,
+        "labels": list(DEFAULT_LABELS),
+        "lowercase": True,
+        "max_context_tokens": 2000,
+    }
     checkpoint = {
         "state_dict": reader.state_dict(),
         "hyper_parameters": dict(reader.hparams),
         "reader_class": model_config["class_path"],
         "datamodule_hyper_parameters": {},
-        "ClozeDataModule": {
-            "vocab": vocab.to_dict(),
-            "pipeline": {
-                "spacy": None,  # filled below from the loaded pipeline
-                "spacy_model": spacy_model,
-                "labels": None,
-                "lowercase": True,
-                "max_context_tokens": 2000,
-            },
-        },
+        "ClozeDataModule": {"vocab": vocab.to_dict(), "pipeline": pipeline},
     }
-    from attentive_reader.corpus.entities import DEFAULT_LABELS
-    from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info
-
-    checkpoint["ClozeDataModule"]["pipeline"]["spacy"] = pipeline_info(load_pipeline(spacy_model))
-    checkpoint["ClozeDataModule"]["pipeline"]["labels"] = list(DEFAULT_LABELS)
     path = out / "untrained.ckpt"
     torch.save(checkpoint, path)
     return path

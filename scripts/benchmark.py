@@ -1,75 +1,12 @@
 #!/usr/bin/env python
 """Benchmark: training and evaluation throughput of the readers, against a plain reference.
 
-Everything runs in one process, side by side, in interleaved rounds (the machine may be
-shared: compare the ratios, which are taken within a round, more than the absolute rates):
+Sections (``--sections``): train, encoder, eval (modules of ``scripts/bench/``), preprocess
+(``benchmark_preprocess.py``), scale and answer (``benchmark_scale.py``). What each measures,
+its columns and the synthetic data: docs/performance.md ("What the benchmark measures").
 
-* ``train``: examples/s and real context tokens/s (forward + backward + optimizer step) of
-  each reader trained by the toolkit (``ClozeDataModule`` over a processed dataset
-  directory, Lightning ``Trainer``), and of a plain reference loop written below: the same
-  Attentive Reader math with the bilinear scorer (Chen et al. 2016), batches drawn at random
-  and padded to their longest context, ``nn.LSTM`` over the padded batch, float32. One
-  round = two epochs of the same synthetic training set for every entry: the first warms up
-  (every buffer reaches the size the longest batch needs), the second is timed whole, so
-  every round times the same batches. ``vs reference``: the median over rounds of the
-  round's rate divided by the reference's rate in the same round. ``per CPU s`` and
-  ``vs ref (CPU)``: the same with the process's CPU time instead of the wall time, which
-  other load on a shared machine disturbs much less (with ``--threads 1`` it is the time
-  the work needs on one free core). ``data wait``: the share of the time the training loop
-  waited for its next batch (what data-loader workers could hide).
-  ``of dense`` (and ``(CPU)``, per CPU second): the entry's real context tokens/s as a share
-  of the *dense limit*, the reference's maths on unpadded batches of equal-length contexts
-  (every context cut or tiled to the mean length): a yardstick that depends much less on the
-  machine than the padded reference does. The JSON also holds ``real_token_share`` (real
-  context tokens among those the batches hold, padding included) and
-  ``computed_share_of_dense`` (the share per token computed): an epoch of a few batches
-  sorts by length only within those few, so padding is a larger part of it than in a full
-  epoch, and the second figure shows what the reader costs apart from that. And
-  ``process_threads_after``, the process's threads after each round of the entry: a count
-  that grows after one entry means it left threads behind (more threads than cores slow
-  every later 2-thread entry; docs/performance.md).
-* ``encoder``: forward + backward seconds of the document BiLSTM on one batch, torch's
-  ``PackedSequence`` path against the toolkit's ``SequenceEncoder`` (the packed path is the
-  one a careful implementation would use; on the CPU its backward pass is quadratic).
-* ``eval``: the toolkit's ``trainer.test`` over a synthetic split of 3,198 examples (the CNN
-  test split), its wall time and examples/s, against the reference's forward passes.
-* ``preprocess``: ``scripts/benchmark_preprocess.py`` (toolkit preprocessing against a bare
-  ``nlp.pipe``, 1 and 2 processes) on the real sample stories, when they are present.
-
-* ``answer`` and ``scale`` (``scripts/benchmark_scale.py``): the answer layers' share of a
-  training step at CNN scale, and the data module at corpus scale (generated corpora of
-  CNN-length examples at two sizes: setup time and anonymous memory of fresh processes, the
-  first encoding's tokens per CPU second, and with ``num_proc`` workers).
-
-Each section is a module of ``scripts/bench/`` (``train``, ``encoder``, ``evaluate``,
-``preprocessing``; the settings, the synthetic data, the reference, the measurements and the
-report beside them); this script parses the options and runs them.
-
-At the end, a table prints every target of issue 15 beside this run's value. ``--device
-cuda`` runs every section on the GPU (it stops with a clear message where torch sees none),
-adds the dense limit in bf16-mixed (the yardstick of the bf16 entries), records each entry's
-peak GPU memory, and estimates a full training epoch of CNN (380,298 questions) and CNN + Daily
-Mail (1,259,748). ``--shipped`` measures the reader of every shipped config instead of the
-benchmark's entries (``scripts/gpu_check.sh`` runs it on a GPU).
-
-Peak memory: the peak resident set size (Linux ``VmHWM``, reset before each entry through
-``/proc/self/clear_refs``; elsewhere the process's peak so far), which includes the
-process's baseline (Python, torch, the data).
-
-Synthetic data: contexts drawn from a log-normal length distribution fitted to the CNN
-sample articles (sigma 0.5), scaled to the published mean of 761.8 tokens, stories over
-2,000 tokens dropped (as in Hermann et al.); queries of ~12.5 tokens; 26 entities per
-example; words from a Zipf distribution over a vocabulary of 50,000 ids. The published
-model scale: embedding 100, hidden 128, batch 32, 600 entity ids.
-
-    python scripts/benchmark.py               # full: tens of minutes (the scale corpora)
     python scripts/benchmark.py --quick       # tiny sizes, a few minutes
     python scripts/benchmark.py --threads 1 --output benchmark.json
-    python scripts/benchmark.py --device cuda --threads 8 --output benchmark-gpu.json
-
-On a machine shared with other jobs, use ``--threads 1``: with more threads than free cores,
-every one of the recurrence's thousands of small parallel sections waits for a descheduled
-thread, and a step can take 10x longer.
 """
 
 from __future__ import annotations
@@ -97,10 +34,10 @@ import benchmark_scale as bs  # noqa: E402  (beside this script)
 from bench.data import write_dataset  # noqa: E402
 from bench.encoder import run_encoder  # noqa: E402
 from bench.evaluate import run_eval  # noqa: E402
-from bench.preprocessing import run_preprocess  # noqa: E402
 from bench.report import cpu_model, print_tables  # noqa: E402
 from bench.settings import FULL, PAPER_SIZES, QUICK, SECTIONS, WHERE, Settings  # noqa: E402
 from bench.train import run_train  # noqa: E402
+from benchmark_preprocess import run_preprocess  # noqa: E402
 
 from attentive_reader.cpu_speedups.allocator import freed_memory_kept  # noqa: E402
 from attentive_reader.cpu_speedups.denormals import denormals_flushed  # noqa: E402
@@ -261,14 +198,11 @@ def main(argv: list[str] | None = None) -> int:
         settings = replace(settings, scale_sizes=tuple(args.scale_sizes))
     if args.paper_sizes:
         settings = replace(settings, embedding_dim=PAPER_SIZES[0], hidden_dim=PAPER_SIZES[1])
-    if args.train_batches is not None:
-        if args.train_batches < 2:
-            parser.error("--train-batches must be at least 2")
-        settings = replace(settings, train_batches=args.train_batches)
-    if args.rounds is not None:
-        if args.rounds < 1:
-            parser.error("--rounds must be at least 1")
-        settings = replace(settings, rounds=args.rounds)
+    for key, least in (("train_batches", 2), ("rounds", 1)):
+        if (value := getattr(args, key)) is not None:
+            if value < least:
+                parser.error(f"--{key.replace('_', '-')} must be at least {least}")
+            settings = replace(settings, **{key: value})
     sections = args.sections or [s for s in SECTIONS if not (args.quick and s == "preprocess")]
     console = Console(width=None if sys.stdout.isatty() else 120)
 

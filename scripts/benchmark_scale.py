@@ -1,19 +1,7 @@
 #!/usr/bin/env python
-"""Benchmark sections of issue 15, used by ``scripts/benchmark.py``: training data at corpus
-scale, and the answer layers' share of a training step.
-
-* ``scale``: a generated corpus of CNN-length examples (``generate_corpus``: the benchmark's
-  length distribution, 26 entities per example, Zipf words; vectorised, so 100,000 examples
-  take seconds) at two sizes. For each size, fresh processes (``child``) do what a training
-  run does before its first step: build ``ClozeDataModule`` (vocabulary, entity count), set
-  it up for ``fit`` and draw 200 training batches. The first process finds no cache and
-  encodes; the second opens the cache. Each reports its setup time and the growth of its
-  anonymous memory (``/proc/self/smaps_rollup``, ``Anonymous``: the private memory no
-  other process can share) above the imports. A third process encodes the train split
-  again with ``num_proc`` workers.
-* ``answer``: at CNN scale (contexts of ~760 tokens, 26 entities each, 600 entity ids),
-  the Attentive Reader's training step (forward, backward, SGD) with each answer layer, and
-  the answer layer alone (forward and backward from the reader's vectors to the loss).
+"""Benchmark sections ``scale`` (the data module at corpus scale, in fresh processes) and
+``answer`` (the answer layers' share of a training step), used by ``scripts/benchmark.py``;
+see docs/scale.md.
 
     python scripts/benchmark_scale.py child --data DIR [--cache-dir DIR] [--num-proc N]
 """
@@ -23,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -31,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from bench.report import print_results, print_table
 from bench.settings import DEEP_LSTM_SHIPPED
 
 CHILD_BATCHES = 200
@@ -243,14 +233,8 @@ def run_scale(sizes: list[int], folder: Path, shape: CorpusShape, num_proc: int,
             "encode_tokens_per_cpu_second": first["tokens"] / first["encode_cpu_seconds"],
             "workers_tokens_per_second": workers["tokens"] / workers["encode_seconds"],
         }
-        _remove(data)
+        shutil.rmtree(data, ignore_errors=True)
     return {"sizes": results, "num_proc": num_proc}
-
-
-def _remove(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
 
 
 # --- the answer layers' share of a step ------------------------------------------------------
@@ -260,6 +244,7 @@ def run_answer(data: Path, vocab: Path, settings, rounds: int, device: str, say)
     """Training-step seconds with each answer layer, and the answer layer's own seconds."""
     import torch
     import torch.nn.functional as F
+    from bench.measure import sync
 
     from attentive_reader.data.datamodule import ClozeDataModule
     from attentive_reader.models import AttentiveReader
@@ -267,7 +252,9 @@ def run_answer(data: Path, vocab: Path, settings, rounds: int, device: str, say)
     datamodule = ClozeDataModule(str(data), vocab=str(vocab), entity_ids="first_occurrence")
     datamodule.setup("fit")
     batches = [
-        batch.__class__(**{k: _to(v, device) for k, v in vars(batch).items()})
+        batch.__class__(
+            **{k: v.to(device) if hasattr(v, "to") else v for k, v in vars(batch).items()}
+        )
         for _, batch in zip(range(3), datamodule.train_dataloader())
     ]
     layers = ("output", "tied", "pointer")
@@ -287,13 +274,13 @@ def run_answer(data: Path, vocab: Path, settings, rounds: int, device: str, say)
             ).to(device)
             optimizer = torch.optim.SGD(reader.parameters(), lr=0.1)
             for i, batch in enumerate(batches):
-                _sync(device)
+                sync()
                 started = time.perf_counter()
                 loss = F.cross_entropy(reader(batch).logits, batch.answer)
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                _sync(device)
+                sync()
                 if i > 0:  # the first is a warm-up
                     step[name].append(time.perf_counter() - started)
                 alone_seconds = _answer_alone(reader, batch, name, settings, device)
@@ -327,6 +314,7 @@ def _answer_alone(reader, batch, name: str, settings, device: str) -> float:
     shapes (``g`` (b, 2h), attention weights and scores (b, n)) to the loss."""
     import torch
     import torch.nn.functional as F
+    from bench.measure import sync
 
     from attentive_reader.nn.answer import AnswerInput
     from attentive_reader.nn.masking import mask_logits
@@ -335,24 +323,13 @@ def _answer_alone(reader, batch, name: str, settings, device: str) -> float:
     g = torch.randn(b, 2 * settings.hidden_dim, device=device, requires_grad=True)
     scores = torch.randn(b, n, device=device, requires_grad=True)
     weights = torch.softmax(scores.detach().masked_fill(~batch.context_mask, -1e9), dim=-1)
-    _sync(device)
+    sync()
     started = time.perf_counter()
     given = AnswerInput(vector=g, weights=weights, token_scores=scores)  # the head takes its own
     logits = mask_logits(reader.answer.score(reader.answer_context(batch), given), batch.candidates)
     F.cross_entropy(logits, batch.answer).backward()
-    _sync(device)
+    sync()
     return time.perf_counter() - started
-
-
-def _to(value, device: str):
-    return value.to(device) if hasattr(value, "to") else value
-
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -395,14 +372,8 @@ def targets(result: dict) -> list[Target]:
         rows += _scale_targets(result["scale"])
     for name, row in (result.get("answer") or {}).get("results", {}).items():
         share = row["share_of_step"]
-        rows.append(
-            Target(
-                f"answer layer '{name}', share of a training step",
-                "<= 5%",
-                f"{share:.1%}",
-                share <= 0.05,
-            )
-        )
+        what = f"answer layer '{name}', share of a training step"
+        rows.append(Target(what, "<= 5%", f"{share:.1%}", share <= 0.05))
     if result.get("train"):
         rows += _train_targets(result["train"], result.get("device"))
     return rows
@@ -413,55 +384,25 @@ def _scale_targets(scale: dict) -> list[Target]:
     sizes = scale["sizes"]
     for size, row in sizes.items():
         setup, memory = row["again"]["setup_seconds"], row["again"]["anonymous_mib"]
-        rows.append(
-            Target(
-                f"setup after the first run, {int(size):,} examples",
-                "< 10 s",
-                f"{setup:.2f} s",
-                setup < 10,
-            )
-        )
-        rows.append(
-            Target(
-                f"anonymous memory of the data, {int(size):,} examples",
-                "< 300 MiB",
-                f"{memory:.0f} MiB",
-                memory < 300,
-            )
-        )
+        what = f"setup after the first run, {int(size):,} examples"
+        rows.append(Target(what, "< 10 s", f"{setup:.2f} s", setup < 10))
+        what = f"anonymous memory of the data, {int(size):,} examples"
+        rows.append(Target(what, "< 300 MiB", f"{memory:.0f} MiB", memory < 300))
     memory = [row["again"]["anonymous_mib"] for row in sizes.values()]
     if len(memory) > 1:
         small, large = min(memory), max(memory)
         counts = [int(size) for size in sizes]
         same = f"same at {min(counts):,} and {max(counts):,}"
-        rows.append(
-            Target(
-                "memory independent of corpus size",
-                same,
-                f"{small:.0f} vs {large:.0f} MiB",
-                large - small < 0.1 * 300,
-            )
-        )
+        measured = f"{small:.0f} vs {large:.0f} MiB"
+        rows.append(Target("memory independent of corpus size", same, measured, large - small < 30))
     largest = sizes[max(sizes, key=int)]
     rate = largest["encode_tokens_per_cpu_second"]
-    rows.append(
-        Target(
-            "first encoding, one core (tokens per CPU second)",
-            ">= 5M tokens/s",
-            f"{rate / 1e6:.1f}M tokens/s",
-            rate >= 5e6,
-        )
-    )
+    what = "first encoding, one core (tokens per CPU second)"
+    rows.append(Target(what, ">= 5M tokens/s", f"{rate / 1e6:.1f}M tokens/s", rate >= 5e6))
     workers, first = largest["workers_tokens_per_second"], largest["encode_tokens_per_second"]
     measured = f"{workers / 1e6:.1f}M tokens/s ({workers / first:.2f}x one process's wall)"
-    rows.append(
-        Target(
-            f"first encoding, {scale['num_proc']} workers (wall)",
-            "more than one process",
-            measured,
-            None,
-        )
-    )
+    what = f"first encoding, {scale['num_proc']} workers (wall)"
+    rows.append(Target(what, "more than one process", measured, None))
     return rows
 
 
@@ -485,25 +426,19 @@ def _train_targets(train: dict, device: str | None) -> list[Target]:
         f"{attentive['share_of_dense']:.0%} (per CPU second {attentive.get('cpu_share_of_dense', nan):.0%}; "
         f"per token computed, padding included, {attentive.get('computed_share_of_dense', nan):.0%})"
     )
-    rows.append(
-        Target(
-            "Attentive Reader, share of the dense limit (tokens/s)", "stay near 95%", measured, None
-        )
-    )
+    what = "Attentive Reader, share of the dense limit (tokens/s)"
+    rows.append(Target(what, "stay near 95%", measured, None))
     gpu = device == "cuda"
     for key in ("bf16-mixed", "fp32"):
         row = train.get(f"Attentive (bilinear), {key}")
         if row:
             cnn = CNN_TRAIN_QUESTIONS / row["median_examples_per_second"]
             both = CNN_DM_TRAIN_QUESTIONS / row["median_examples_per_second"]
-            rows.append(
-                Target(
-                    f"full training epoch, Attentive {key} ({device})",
-                    "< 2 min on one H200, bf16" if gpu else "GPU target; CPU shown",
-                    f"CNN {_duration(cnn)}, CNN + Daily Mail {_duration(both)}",
-                    (cnn < 120) if gpu and key == "bf16-mixed" else None,
-                )
-            )
+            what = f"full training epoch, Attentive {key} ({device})"
+            wanted = "< 2 min on one H200, bf16" if gpu else "GPU target; CPU shown"
+            measured = f"CNN {_duration(cnn)}, CNN + Daily Mail {_duration(both)}"
+            met = (cnn < 120) if gpu and key == "bf16-mixed" else None
+            rows.append(Target(what, wanted, measured, met))
     return rows
 
 
@@ -534,17 +469,14 @@ def _duration(seconds: float) -> str:
 
 def print_tables(console, result: dict) -> None:
     """The scale, answer-layer and targets tables of ``result``."""
-    from rich.table import Table
-
     scale = result.get("scale")
     if scale:
-        table = Table(
-            title="Training data at corpus scale: from constructing ClozeDataModule to "
+        title = (
+            "Training data at corpus scale: from constructing ClozeDataModule to "
             f"{CHILD_BATCHES} batches, fresh processes"
         )
         columns = ("examples", "run", "setup s", "encode s", "tokens/CPU s", "+ anon MiB")
-        for column in (*columns, f"{CHILD_BATCHES} batches s"):
-            table.add_column(column, justify="right")
+        rows = []
         for size, row in scale["sizes"].items():
             for label, run in (
                 ("first (encodes)", row["first"]),
@@ -552,7 +484,7 @@ def print_tables(console, result: dict) -> None:
                 (f"{scale['num_proc']} workers, new cache", row["workers"]),
             ):
                 cpu = run.get("encode_cpu_seconds") or 0
-                table.add_row(
+                rows.append((
                     f"{int(size):,}",
                     label,
                     f"{run['setup_seconds']:.2f}",
@@ -560,32 +492,25 @@ def print_tables(console, result: dict) -> None:
                     f"{run['tokens'] / cpu / 1e6:.1f}M" if cpu and run["num_proc"] == 1 else "",
                     f"{run['anonymous_mib']:.0f}",
                     f"{run['batches_seconds']:.1f}",
-                )
-        console.print(table)
+                ))  # fmt: skip
+        print_table(console, title, (*columns, f"{CHILD_BATCHES} batches s"), rows, left=0)
     answer = result.get("answer")
     if answer:
-        table = Table(
-            title=f"Answer layers at CNN scale (batch {answer['batch']}, padded length "
+        title = (
+            f"Answer layers at CNN scale (batch {answer['batch']}, padded length "
             f"{answer['padded_length']}, {answer['num_entities']} entity ids; median)"
         )
-        for column in ("answer layer", "training step s", "answer layer s", "share"):
-            table.add_column(column, justify="right" if column != "answer layer" else "left")
-        for name, row in answer["results"].items():
-            table.add_row(
-                name,
-                f"{row['step_seconds']:.3f}",
-                f"{row['answer_seconds']:.4f}",
-                f"{row['share_of_step']:.1%}",
-            )
-        console.print(table)
+        specs = (
+            ("training step s", "step_seconds", "{:.3f}"),
+            ("answer layer s", "answer_seconds", "{:.4f}"),
+            ("share", "share_of_step", "{:.1%}"),
+        )
+        print_results(console, title, answer["results"], specs, first="answer layer")
     rows = targets(result)
     if rows:
-        table = Table(
-            title=f"Targets of issues 15 and 39 ({result.get('cpu_model')}, {result.get('device')})"
-        )
-        for column in ("target", "wanted", "measured", "met"):
-            table.add_column(column, justify="left")
-        for row in rows:
-            met = "-" if row.met is None else ("yes" if row.met else "NO")
-            table.add_row(row.name, row.target, row.measured, met)
-        console.print(table)
+        title = f"Targets of issues 15 and 39 ({result.get('cpu_model')}, {result.get('device')})"
+        shown = [
+            (t.name, t.target, t.measured, "-" if t.met is None else ("yes" if t.met else "NO"))
+            for t in rows
+        ]
+        print_table(console, title, ("target", "wanted", "measured", "met"), shown, left=4)

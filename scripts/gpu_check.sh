@@ -3,28 +3,10 @@
 #
 #   bash scripts/gpu_check.sh [OUT]        # from the repository root; OUT: ./gpu-check
 #
-# 1. install: a CUDA build of torch (kept when torch already sees a GPU), then the project
-#    (GPU_CHECK_OFFLINE=1: nothing is installed; the environment must hold the project's
-#    dependencies and this checkout is put first on PYTHONPATH);
-# 2. the training throughput of the paper configs of the Attentive and Impatient Readers at
-#    their sizes (embedding 200, hidden 256), fp32 and bf16-mixed, beside the dense limit at
-#    the same sizes in fp32 and bf16-mixed, and the document encoder's kernels side by side
-#    (scripts/benchmark.py --shipped --paper-sizes --sections train encoder);
-# 3. a real `attentive-reader fit` of configs/attentive_reader_paper.yaml for one epoch on a
-#    generated CNN-shaped dataset (GPU_CHECK_EXAMPLES training examples, 50,000 by default),
-#    bf16-mixed, with GPU utilisation and memory sampled by nvidia-smi twice a second and
-#    Lightning's simple profiler (the loader's share of a step); then `test` on its best
-#    checkpoint, `evaluate` and `answer` on the GPU (`answer` needs spaCy and
-#    en_core_web_sm: where they are missing it is skipped and the report says so);
-# 4. the training throughput of every shipped reader config at CNN length, fp32 and
-#    bf16-mixed, with the dense limit (scripts/benchmark.py --shipped);
-# 5. the report: OUT/gpu_check.json and OUT/gpu_check.md (scripts/gpu_check_report.py), every
-#    stage's log beside them.
-#
-# After the install, each stage has a time limit inside GPU_CHECK_BUDGET seconds (default 470)
-# and a stage that fails or runs out of time is reported as such; the later stages still run.
-# GPU_CHECK_DEVICE=cpu runs the same stages on the CPU at tiny sizes (the tests do, to keep
-# this script working on machines without a GPU).
+# Stages: install, the paper configs' throughput (benchmark.py), a real fit / test / evaluate /
+# answer, every shipped reader's throughput, the report (gpu_check_report.py). Each has a time
+# limit inside GPU_CHECK_BUDGET; GPU_CHECK_DEVICE=cpu runs them at tiny sizes (the tests do).
+# Settings and what each stage measures: docs/scale.md ("The GPU check").
 set -u -o pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)

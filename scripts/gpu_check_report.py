@@ -1,24 +1,15 @@
 #!/usr/bin/env python
 """The report of ``scripts/gpu_check.sh``: ``OUT/gpu_check.json`` and ``OUT/gpu_check.md``
-from the files its stages left in ``OUT``.
+from the files its stages left in ``OUT`` (a missing one makes its part say "not measured").
+See docs/scale.md ("The GPU check").
 
     python scripts/gpu_check_report.py OUT
-
-What it reads (a missing file makes its part say "not measured", with the stage's exit
-status): ``environment.json``, ``stages.jsonl``, ``bench_paper.json`` and
-``bench_shipped.json`` (``scripts/benchmark.py``), ``corpus.json``, the fit's simple-profiler
-report ``fit-fit_profile.txt``, its ``fit_metrics.csv``, ``gpu_samples.csv`` (``nvidia-smi``:
-time, utilisation %, memory MiB), ``test.log``, ``evaluate.json`` and ``answer.json``.
-
-The fit's training rate counts the time of its training batches and of waiting for them
-(Lightning's ``run_training_batch`` and ``train_dataloader_next``; validation and checkpoints
-left out); a full CNN epoch (380,298 questions) is that rate's estimate, and the targets of
-issue 38 are checked against it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import re
@@ -50,38 +41,32 @@ def read_json(path: Path) -> Any:
         return None
 
 
+def text(path: Path) -> str:
+    """The file's text; empty where it cannot be read (a stage that left no file)."""
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
 def stages(out: Path) -> dict[str, dict]:
     """Each stage's line of ``stages.jsonl`` (status, limit, seconds; or why it was skipped)."""
     result = {}
-    try:
-        lines = (out / "stages.jsonl").read_text().splitlines()
-    except OSError:
-        return result
-    for line in lines:
-        try:
+    for line in text(out / "stages.jsonl").splitlines():
+        with contextlib.suppress(ValueError):
             record = json.loads(line)
-        except ValueError:
-            continue
-        result[record["stage"]] = record
+            result[record["stage"]] = record
     return result
 
 
 def profile(path: Path) -> dict[str, dict[str, float]]:
     """Lightning's simple-profiler report: action -> {mean, calls, total} (seconds)."""
     rows: dict[str, dict[str, float]] = {}
-    try:
-        text = path.read_text()
-    except OSError:
-        return rows
-    for line in text.splitlines():
+    for line in text(path).splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) < 4:
-            continue
-        try:
-            mean, calls, total = float(cells[1]), float(cells[2]), float(cells[3])
-        except ValueError:
-            continue
-        rows[cells[0]] = {"mean": mean, "calls": calls, "total": total}
+        with contextlib.suppress(ValueError):  # not a row of figures
+            mean, calls, total = map(float, cells[1:4])
+            rows[cells[0]] = {"mean": mean, "calls": calls, "total": total}
     return rows
 
 
@@ -89,16 +74,10 @@ def gpu_samples(path: Path) -> dict[str, float] | None:
     """Utilisation (%) and memory (MiB) sampled by nvidia-smi: their mean, median and peak; the
     busy mean counts only the samples from the first to the last with the GPU busy."""
     util, memory = [], []
-    try:
-        with path.open() as handle:
-            for row in csv.reader(handle):
-                try:
-                    util.append(float(row[1]))
-                    memory.append(float(row[2]))
-                except (IndexError, ValueError):
-                    continue
-    except OSError:
-        return None
+    for row in csv.reader(text(path).splitlines()):
+        with contextlib.suppress(IndexError, ValueError):
+            util.append(float(row[1]))
+            memory.append(float(row[2]))
     if not util:
         return None
     busy = [i for i, u in enumerate(util) if u > 0]
@@ -140,20 +119,14 @@ def fit_summary(out: Path, corpus: dict | None, batch_size: int) -> dict | None:
         "step_ms_mean": 1000 * batch["mean"],
         "cnn_epoch_seconds_estimate": CNN_TRAIN_QUESTIONS / rate if rate else None,
     }
-    metrics = out / "fit_metrics.csv"
-    if metrics.is_file():
-        with metrics.open() as handle:
-            for row in csv.DictReader(handle):
-                if row.get("val_acc"):
-                    summary["val_acc"] = float(row["val_acc"])
+    for row in csv.DictReader(text(out / "fit_metrics.csv").splitlines()):
+        if row.get("val_acc"):
+            summary["val_acc"] = float(row["val_acc"])
     return summary
 
 
 def test_accuracy(path: Path) -> float | None:
-    try:
-        match = re.search(r"test_acc\s*[│|]\s*([0-9.]+)", path.read_text())
-    except OSError:
-        return None
+    match = re.search(r"test_acc\s*[│|]\s*([0-9.]+)", text(path))
     return float(match.group(1)) if match else None
 
 
@@ -249,11 +222,7 @@ def logged_rates(path: Path) -> dict[str, list[float]]:
     """Each entry's examples/s by round, from the lines the benchmark prints as it goes
     (``round 1/3: NAME: 12.3 examples/s, ...``): what a stage stopped by its time limit leaves."""
     rates: dict[str, list[float]] = {}
-    try:
-        text = path.read_text()
-    except OSError:
-        return rates
-    for match in re.finditer(r"^round \d+/\d+: (.+): ([0-9.]+) examples/s", text, re.M):
+    for match in re.finditer(r"^round \d+/\d+: (.+): ([0-9.]+) examples/s", text(path), re.M):
         rates.setdefault(match.group(1), []).append(float(match.group(2)))
     return rates
 

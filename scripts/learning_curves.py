@@ -1,27 +1,13 @@
 """Learning curves of the shipped reader configs, with the entity permutation on.
 
-Trains every shipped default reader config (or those given) through the Lightning CLI, exactly
-as ``attentive-reader fit --config configs/NAME.yaml`` does, on a processed dataset (``--data``)
-or on a synthetic corpus generated and preprocessed here (``--stories``, ``--seed``,
-``--shape``), and prints validation accuracy after every epoch beside the frequency and
-word-distance baselines of the same validation split. ``--num-entities`` widens the entity-id
-block the per-example permutation draws from (CNN needs 527 ids), so a small corpus is read
-with the id range of a real one.
-
-``--plateau`` adds the answer-layer comparison: the Attentive Reader config with the paper's
-output matrix, the tied layer and the attention sum (``--model.answer_layer output | tied |
-pointer``), each with and without the query-match bit, at the same id range.
+Trains shipped configs through the Lightning CLI (as ``attentive-reader fit --config``) on
+``--data`` or a corpus generated here, and prints validation accuracy per epoch beside the
+baselines; ``--plateau`` compares the answer layers. Training runs where Lightning's
+``accelerator: auto`` puts it, with one torch thread unless ``--threads``. See
+docs/readers.md ("Learning curves") and docs/curves.md.
 
     python scripts/learning_curves.py --stories 1500 --shape compact --epochs 5 \
         --num-entities 600 --plateau --output curves.json
-
-Training runs where Lightning's ``accelerator: auto`` puts it (the CPU, or a GPU when one is
-there; ``--set=--trainer.accelerator=gpu`` insists), with one torch thread unless ``--threads``
-says otherwise. Prints the tables and writes the curves, the baselines, the CPU model and the
-settings as JSON with ``--output``, which ``attentive-reader curves --learning FILE --output
-FILE.png`` prints and draws (one panel per table, the baselines as horizontal lines). The
-baselines are their expected accuracy under a random tie-break, as ``attentive-reader
-evaluate`` reports them.
 """
 
 from __future__ import annotations

@@ -1,35 +1,12 @@
 #!/usr/bin/env python
 """Load test of ``attentive-reader serve``: concurrent clients asking about real articles.
 
-Starts ``attentive-reader serve`` itself on ``127.0.0.1`` (a free port), waits until its
-workers have loaded the reader, then:
-
-1. warms up (``--warmup`` questions, as many at a time as there are workers);
-2. one client asks ``--single`` questions, one after another: its answers per second;
-3. ``--clients`` clients ask ``--requests`` questions in all through ``POST /api/answer``,
-   while a probe fetches the home page every 0.1 s.
-
-It prints answers per second (and the ratio to one client's), latency percentiles, the count
-of each status (``no answer`` for a request that got none), the home page's latency during
-the load, and the resident memory of the server and its worker processes at start, after the
-warm-up and at the end. It stops by itself: after ``--requests`` questions or ``--seconds``
-seconds, whichever comes first, and then stops the server (as Ctrl-C does).
-
-The questions are those of ``scripts/answer_speed.py``: articles of a folder of ``.story``
-files cut to ``--tokens`` tokens, each asked about its first highlight with its first name
-blanked. The reader is a trained checkpoint (``--ckpt``) or, by default, an untrained reader of
-the published scale (the speed does not depend on the weights).
-
-With ``--minutes N`` it runs a soak instead of phases 2 and 3: ``--clients`` clients ask
-for N minutes (at most 60) while a worker process, chosen in turn, is killed with SIGKILL
-every ``--kill-every`` seconds (default 60). Every ``--sample-every`` seconds (default 10) it
-prints the answers per second, latency p50 / p95, the responses that were no answer by
-status and error code, and the resident memory of the server and of each worker; then how
-long each killed worker took to be replaced, the answers per second before the first kill
-and once each replacement was live, and the memory after the warm-up against the end.
+Starts the server on a free local port, warms it up, then one client and ``--clients``
+clients ask ``--requests`` questions (or, with ``--minutes N``, a soak with a worker killed
+every ``--kill-every`` s); prints answers/s, latencies, statuses and memory. See
+docs/answering.md ("Under load", "A soak, with workers killed").
 
     python scripts/serve_load.py --stories DIR
-    python scripts/serve_load.py --stories DIR --clients 16 --queue 4    # see the 503s
     python scripts/serve_load.py --stories DIR --minutes 10              # the soak
 """
 

@@ -108,40 +108,31 @@ def timer_callback():
         warm-up."""
 
         def __init__(self) -> None:
-            self.epochs: list[int] = []
-            self.starts: list[float] = []
-            self.ends: list[float] = []
-            self.cpu_starts: list[float] = []
-            self.cpu_ends: list[float] = []
-            self.examples: list[int] = []
-            self.tokens: list[int] = []
-            self.padded: list[int] = []
+            # (epoch, start, CPU start), then (end, CPU end, examples, tokens, padded tokens)
+            self.starts: list[tuple[int, float, float]] = []
+            self.ends: list[tuple[float, float, int, int, int]] = []
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
             sync()
-            self.epochs.append(trainer.current_epoch)
-            self.starts.append(time.perf_counter())
-            self.cpu_starts.append(time.process_time())
+            self.starts.append((trainer.current_epoch, time.perf_counter(), time.process_time()))
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
             sync()
-            self.ends.append(time.perf_counter())
-            self.cpu_ends.append(time.process_time())
-            self.examples.append(len(batch))
-            self.tokens.append(int(batch.context_mask.sum()))
-            self.padded.append(batch.context_mask.numel())
+            ended = (time.perf_counter(), time.process_time())
+            mask = batch.context_mask
+            self.ends.append((*ended, len(batch), int(mask.sum()), mask.numel()))
 
         def timed(self) -> Timed:
-            last = [i for i, epoch in enumerate(self.epochs) if epoch == self.epochs[-1]]
-            first, end = last[0], last[-1]
-            waits = [self.starts[i + 1] - self.ends[i] for i in last[:-1]]
+            last = [i for i, start in enumerate(self.starts) if start[0] == self.starts[-1][0]]
+            first, end = self.starts[last[0]], self.ends[last[-1]]
+            waits = [self.starts[i + 1][1] - self.ends[i][0] for i in last[:-1]]
             return Timed(
-                self.ends[end] - self.starts[first],
-                self.cpu_ends[end] - self.cpu_starts[first],
-                sum(self.examples[i] for i in last),
-                sum(self.tokens[i] for i in last),
+                end[0] - first[1],
+                end[1] - first[2],
+                sum(self.ends[i][2] for i in last),
+                sum(self.ends[i][3] for i in last),
                 data_seconds=sum(waits),
-                padded_tokens=sum(self.padded[i] for i in last),
+                padded_tokens=sum(self.ends[i][4] for i in last),
             )
 
     return StepTimer()
