@@ -73,6 +73,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "attentive_reader.commands.curves",
         "validation curves of runs, accuracy over training-set size, learning curves (PNG, table)",
     ),
+    "learning": (
+        "attentive_reader.commands.learning",
+        "do the shipped readers learn? their learning curves on a generated corpus",
+    ),
+    "anonymization": (
+        "attentive_reader.commands.anonymization",
+        "a dataset's anonymization report beside the published CNN and Daily Mail figures",
+    ),
     "answer": (
         "attentive_reader.commands.answer",
         "ask a trained reader which entity fills a query's blank in any document",
@@ -93,7 +101,7 @@ def _usage() -> str:
     for name, (module, text) in COMMANDS.items():
         available = importlib.util.find_spec(module) is not None
         if available:
-            lines.append(f"  {name:<11} {text}")
+            lines.append(f"  {name:<13} {text}")
     lines += ["", "Run 'attentive-reader COMMAND --help' for the options of a command."]
     return "\n".join(lines)
 

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.report import cpu_model  # scripts/ is on sys.path when a script runs
+from attentive_reader.common.machine import cpu_model
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 

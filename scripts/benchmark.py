@@ -34,11 +34,12 @@ import benchmark_scale as bs  # noqa: E402  (beside this script)
 from bench.data import write_dataset  # noqa: E402
 from bench.encoder import run_encoder  # noqa: E402
 from bench.evaluate import run_eval  # noqa: E402
-from bench.report import cpu_model, print_tables  # noqa: E402
+from bench.report import print_tables  # noqa: E402
 from bench.settings import FULL, PAPER_SIZES, QUICK, SECTIONS, WHERE, Settings  # noqa: E402
 from bench.train import run_train  # noqa: E402
 from benchmark_preprocess import run_preprocess  # noqa: E402
 
+from attentive_reader.common.machine import cpu_model  # noqa: E402
 from attentive_reader.cpu_speedups.allocator import freed_memory_kept  # noqa: E402
 from attentive_reader.cpu_speedups.denormals import denormals_flushed  # noqa: E402
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import datasets
 import torch
-from bench.report import cpu_model  # scripts/ is on sys.path when a script runs
 from benchmark_scale import CNN_TRAIN_QUESTIONS, CorpusShape, generate_corpus
 
+from attentive_reader.common.machine import cpu_model
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.datamodule import ClozeDataModule
 

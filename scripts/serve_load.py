@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from answer_speed import questions, untrained_checkpoint
-from bench.report import cpu_model
+
+from attentive_reader.common.machine import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -202,7 +202,7 @@ def _mistakes(tmp: Path, runs: Path) -> list[tuple[list[str], str]]:
         ([], "give one kind of curve"),
         ([str(runs), "--learning", str(tmp / "broken.json")], "not RUN and --learning"),
         (["--learning", str(tmp / "broken.json")], "broken.json: not JSON"),
-        (["--learning", str(tmp / "other.json")], "other.json: not the JSON file of `python scripts/learning_curves.py --output`"),
+        (["--learning", str(tmp / "other.json")], "other.json: not the JSON file of `attentive-reader learning --output`"),
         (["--learning", str(tmp / "none.json")], "none.json: cannot read it"),
         (["--size", "A", "0.5", good, "--size", "A", "1", fewer], f"{fewer}: its test questions differ from those of {good}"),
         (["--size", "A", "0.5", two], f"{two}: holds 2 checkpoints' results"),
@@ -234,31 +234,20 @@ def test_help_names_every_kind_and_its_files():
     assert main(["--help"]) == 0
 
 
-def test_what_learning_curves_py_writes_is_what_curves_reads(tmp_path, monkeypatch, capsys):
-    """``scripts/learning_curves.py --output`` (its training replaced by known figures) writes
+def test_what_the_learning_command_writes_is_what_curves_reads(tmp_path, monkeypatch, capsys):
+    """``attentive-reader learning --output`` (its training replaced by known figures) writes
     a record that ``curves --learning`` prints and draws."""
-    import importlib.util
-    import sys
+    from attentive_reader.commands import learning
 
-    scripts = Path(__file__).resolve().parents[1] / "scripts"
-    monkeypatch.syspath_prepend(str(scripts))  # the script imports bench.report
-    spec = importlib.util.spec_from_file_location("learning_curves", scripts / "learning_curves.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(script)
-        run = {"val_acc": [0.25, 0.5], "train_loss": [2.0, 1.0], "seconds": 4.0}
-        monkeypatch.setattr(script, "train", lambda *args: dict(run))
-        monkeypatch.setattr(script, "validation_baselines", lambda data: BASELINES)
-        saved = tmp_path / "curves.json"
-        argv = ["--data", str(tmp_path), "--readers", "attentive_reader", "--epochs", "2"]
-        assert script.main([*argv, "--output", str(saved)]) == 0
-    finally:
-        for name in [n for n in sys.modules if n.split(".")[0] == "bench"]:
-            del sys.modules[name]
+    run = {"val_acc": [0.25, 0.5], "train_loss": [2.0, 1.0], "seconds": 4.0}
+    monkeypatch.setattr(learning, "train", lambda *args: dict(run))
+    monkeypatch.setattr(learning, "validation_baselines", lambda data: BASELINES)
+    saved = tmp_path / "curves.json"
+    argv = ["learning", "--data", str(tmp_path), "--readers", "attentive_reader", "--epochs", "2"]
+    assert main([*argv, "--output", str(saved)]) == 0
     printed = capsys.readouterr().out
     row = "| attentive_reader | 0.250 | 0.500 | 4 s |  |"
-    assert row in printed  # the script's own table
+    assert row in printed  # the command's own table
     png = tmp_path / "curves.png"
     assert row in _curves(capsys, "--learning", str(saved), "--output", str(png))
     assert _png_size(png) == (880, 484)

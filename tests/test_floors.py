@@ -130,6 +130,15 @@ def test_the_top_level_keeps_few_modules():
     assert len(top) <= MAX_TOP_LEVEL_MODULES, f"{len(top)} top-level modules: {top}"
 
 
+def test_scripts_hold_benchmarks_not_the_toolkit():
+    """What users run is an ``attentive-reader`` command; ``scripts/`` keeps the benchmarks
+    and the GPU check, under a cap that a new one-off script would break."""
+    scripts = PACKAGE.parent / "scripts"
+    files = sorted(p for p in scripts.rglob("*") if p.suffix in (".py", ".sh"))
+    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files)
+    assert files and lines <= 3500, f"scripts/ holds {lines} lines"
+
+
 def test_no_import_runs_up_a_floor():
     upward = []
     for i in internal_imports():

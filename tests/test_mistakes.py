@@ -79,6 +79,8 @@ TABLE = [
     # the reading commands
     Mistake("evaluate-truncated-checkpoint", ("evaluate", "--data", "{data}", "--ckpt", "{truncated}"), "not a readable checkpoint"),
     Mistake("evaluate-missing-dataset", ("evaluate", "--data", "{tmp}/nope", "--ckpt", "{ckpt}"), "not a processed dataset"),
+    Mistake("learning-unknown-reader", ("learning", "--readers", "attentive_redaer"), "--readers: no shipped config is called 'attentive_redaer'"),
+    Mistake("anonymization-not-a-dataset", ("anonymization", "{tmp}"), "is not a preprocessed dataset"),
     Mistake("curves-run-without-metrics", ("curves", "{tmp}/stories_typo"), "stories_typo: no version_N/metrics.csv in it"),
     Mistake("heatmap-junk-checkpoint", ("heatmap", "--data", "{data}", "--ckpt", "{junk}", "--out", "{tmp}/h"), "not a readable checkpoint"),
     Mistake("answer-missing-document", ("answer", "--ckpt", "{ckpt}", "--document", "{tmp}/nope.txt", "--query", "@placeholder won"), "not found"),

@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Print a curve's figures as a Markdown table and draw it as a PNG, one kind per "
             "call: validation accuracy per epoch of training runs (give their log folders), "
             "test accuracy over training-set size (--size), or the learning curves of "
-            "scripts/learning_curves.py (--learning); the non-neural baselines as lines."
+            "attentive-reader learning (--learning); the non-neural baselines as lines."
         ),
     )
     parser.add_argument(
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--learning",
         metavar="FILE.json",
-        help="the learning curves that `python scripts/learning_curves.py --output` wrote",
+        help="the learning curves that `attentive-reader learning --output` wrote",
     )
     parser.add_argument("--output", metavar="FILE.png", help="draw the curves here")
     parser.add_argument(

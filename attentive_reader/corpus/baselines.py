@@ -25,7 +25,7 @@ tied best candidates counts ``1/k``.
 ``score_baselines`` is the one scoring of stored examples: each baseline's expected credit
 per question and its first-occurrence prediction, from one pass over ``tied_best``. The
 evaluation report (``eval.report``), the anonymization report (``eval.anonymization``,
-``scripts/anonymization_report.py``) and ``scripts/learning_curves.py`` all read their
+``attentive-reader anonymization``) and ``attentive-reader learning`` all read their
 figures from it, so they agree to the last digit.
 
 They live in ``corpus/`` (they need neither torch nor spaCy) so that the synthetic corpus's

@@ -9,7 +9,7 @@ Four tables, each loaded once per process (``name_forms``, ``first_name_gender``
   "CAN" must never name Italy or Canada;
 * ``name_genders.json`` beside this file: first names, and the sex they are almost only
   given to, from the US Social Security Administration's baby-name counts (public domain;
-  ``scripts/make_name_genders.py`` rebuilds it), for the title guard of ``grouping``
+  ``python -m attentive_reader.corpus.name_genders_build`` rebuilds it), for the title guard of ``grouping``
   ("Mrs Saunders" is not "Pete Saunders");
 * ``name_forms.json`` beside this file, curated for this toolkit from real CNN / Daily Mail
   stories: what countryinfo lacks (plural and short demonyms such as "Saudis", "Brits";

@@ -19,7 +19,7 @@ those pairs are, is a direct look at what the grouping still gets wrong.
   often two real names;
 - ``names``: anything else (two names glued in a caption, or one name cut in two).
 
-Pure functions over ``ClozeExample`` records; ``scripts/anonymization_report.py
+Pure functions over ``ClozeExample`` records; ``attentive-reader anonymization
 --adjacent`` prints them.
 """
 

@@ -28,7 +28,7 @@ On 24 CNN stories (61 questions) a baseline is known to about ±12 points, on 22
 Mail stories (1,100 questions) to about ±3. ``interval`` is the binomial half-width that
 would hold for independent questions.
 
-Pure functions over ``ClozeExample`` records; ``scripts/anonymization_report.py`` reads a
+Pure functions over ``ClozeExample`` records; ``attentive-reader anonymization`` reads a
 dataset folder and prints them.
 """
 

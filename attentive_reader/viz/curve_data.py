@@ -8,7 +8,7 @@ Three kinds of file:
   logged it;
 - ``attentive-reader evaluate --out`` files, one per checkpoint trained on a share of the
   training stories: test accuracy over training-set size;
-- the JSON that ``scripts/learning_curves.py --output`` writes: learning curves of shipped
+- the JSON that ``attentive-reader learning --output`` writes: learning curves of shipped
   configs on a (generated) corpus.
 
 A file a user can get wrong stops with one ``UserError`` line that names it and says what to do.
@@ -298,7 +298,7 @@ LEARNING_PANELS = {"readers": "Shipped configs", "plateau": "Answer layers (atte
 
 @dataclass(frozen=True)
 class LearningCurves:
-    """What ``scripts/learning_curves.py --output`` wrote.
+    """What ``attentive-reader learning --output`` wrote.
 
     Attributes:
         panels: table title -> run name -> the run's figures (``val_acc`` per epoch,
@@ -314,11 +314,11 @@ class LearningCurves:
     corpus: str
 
 
-LEARNING_FILE = "the JSON file of `python scripts/learning_curves.py --output`"
+LEARNING_FILE = "the JSON file of `attentive-reader learning --output`"
 
 
 def read_learning(path: Path) -> LearningCurves:
-    """The learning curves of a ``scripts/learning_curves.py --output`` file.
+    """The learning curves of an ``attentive-reader learning --output`` file.
 
     Raises:
         UserError: if the file cannot be read or is not such a file.
@@ -327,7 +327,7 @@ def read_learning(path: Path) -> LearningCurves:
 
 
 def learning_record(record: Any, source: str) -> LearningCurves:
-    """The learning curves of a record as ``scripts/learning_curves.py`` makes it.
+    """The learning curves of a record as ``attentive-reader learning`` makes it.
 
     Args:
         record: the record (what its ``--output`` writes, read).

@@ -3,7 +3,7 @@
 Three kinds, each a ``CurveSet`` (its tables and its figure): ``validation_curves`` (the
 validation accuracy per epoch of training runs, from their CSV logs), ``size_curves`` (test
 accuracy against the share of the training stories, from ``evaluate --out`` files) and
-``learning_curves`` (the record of ``scripts/learning_curves.py --output``). The figures put
+``learning_curves`` (the record of ``attentive-reader learning --output``). The figures put
 each non-neural baseline of the same questions as a grey horizontal line across every panel.
 matplotlib's Agg canvas is used directly (no global pyplot state), as for the heatmap PNGs.
 """
@@ -203,7 +203,7 @@ def size_curves(points: Sequence[Sequence[str]], *, title: str = "") -> CurveSet
 
 
 def learning_curves(path: str | Path, *, title: str = "") -> CurveSet:
-    """The learning curves of a ``scripts/learning_curves.py --output`` file: one panel per
+    """The learning curves of an ``attentive-reader learning --output`` file: one panel per
     table (the shipped configs, the answer layers).
 
     Raises:

@@ -1,11 +1,9 @@
 """The tables of the ``train``, ``encoder``, ``eval`` and ``preprocess`` sections, the table
-helpers every benchmark script prints with, and the CPU's name."""
+helpers every benchmark script prints with."""
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Iterable
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -88,14 +86,3 @@ def print_tables(console: Console, result: dict) -> None:
         pre = result["preprocess"]
         title = f"Preprocessing, {pre['stories']} real stories ({pre['model']})"
         print_results(console, title, pre["results"], PREPROCESS)
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``, else ``platform``)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()

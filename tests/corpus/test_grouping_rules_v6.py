@@ -1,7 +1,7 @@
 """Grouping rules version 6 (issue 29), each on a hand-written story, with its guard.
 
 Each case comes from an answer whose marker stood directly beside another marker in the
-250 real test stories (``scripts/anonymization_report.py --adjacent``); each story test fails
+250 real test stories (``attentive-reader anonymization --adjacent``); each story test fails
 on version 5. Entities are given as token spans over whitespace-tokenized text
 (``labelled_groups``), as NER read them in the real story.
 """

@@ -206,22 +206,12 @@ def test_heatmap_command_shows_the_gated_readers_hops(toy_run, tmp_path, capsys)
         assert (width, height) != _png_size(plain) and height > _png_size(plain)[1]
 
 
-def _anonymization_report_script():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "scripts" / "anonymization_report.py"
-    spec = importlib.util.spec_from_file_location("anonymization_report", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_evaluate_and_the_anonymization_report_give_the_same_baselines(toy_run, tmp_path):
     """One dataset with ties (the toy test split), both tools: the same figures, both ways."""
     report, figures = tmp_path / "report.json", tmp_path / "anonymization.json"
     assert cli(["evaluate", "--data", str(toy_run.data), "--out", str(report)]) == 0
-    script = _anonymization_report_script()
-    assert script.main([str(toy_run.data), "--split", "test", "--json", str(figures)]) == 0
+    argv = ["anonymization", str(toy_run.data), "--split", "test", "--json", str(figures)]
+    assert cli(argv) == 0
     systems = {s["name"]: s for s in json.loads(report.read_text())["systems"]}
     figures = json.loads(figures.read_text())
     assert figures["questions"] == 11

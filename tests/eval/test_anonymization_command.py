@@ -1,16 +1,15 @@
-"""``scripts/anonymization_report.py --adjacent`` on a tiny stored dataset: hand-computed
-figures."""
+"""``attentive-reader anonymization --adjacent`` on a tiny stored dataset: hand-computed
+figures, and its mistakes in one line."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import datasets
 import pytest
 
+from attentive_reader.cli import main
 from attentive_reader.corpus.records import CLOZE_FEATURES, ClozeExample
-from tests.trained_reader import ROOT
 
 
 def _example(story: str, context: str, query: str, answer: str) -> ClozeExample:
@@ -48,23 +47,18 @@ def _examples() -> list[ClozeExample]:
     ]
 
 
-def _run(script: str, capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    """Run a script's ``main`` in this process (no interpreter start) and return its output."""
-    spec = importlib.util.spec_from_file_location(script[:-3], ROOT / "scripts" / script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """Run ``attentive-reader anonymization`` in this process and return its output."""
     capsys.readouterr()
-    assert module.main(list(args)) == 0
+    assert main(["anonymization", *args]) == 0
     return capsys.readouterr().out
 
 
-def test_the_scripts_list_adjacent_answers_and_word_distance_readings(tmp_path, capsys):
+def test_the_report_lists_adjacent_answers_and_word_distance_readings(tmp_path, capsys):
     examples = _examples()
     rows = datasets.Dataset.from_list([ex.to_row() for ex in examples], features=CLOZE_FEATURES)
     datasets.DatasetDict({"test": rows}).save_to_disk(str(tmp_path / "data"))
     out = _run(
-        "anonymization_report.py",
         capsys,
         str(tmp_path / "data"),
         "--adjacent",
@@ -78,3 +72,20 @@ def test_the_scripts_list_adjacent_answers_and_word_distance_readings(tmp_path, 
     )
     report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     assert [p["example"] for p in report["adjacent"]["pairs"]] == ["a_0_0"]
+
+
+def test_mistakes_are_one_line(tmp_path, capsys):
+    examples = _examples()
+    rows = datasets.Dataset.from_list([ex.to_row() for ex in examples], features=CLOZE_FEATURES)
+    datasets.DatasetDict({"test": rows}).save_to_disk(str(tmp_path / "data"))
+    cases = [
+        ([str(tmp_path)], "is not a preprocessed dataset (no dataset_dict.json)"),
+        ([str(tmp_path / "data"), "--split", "train"], "has no train split (it has test)"),
+        ([str(tmp_path / "data"), "--split", "dev"], "argument --split: invalid choice"),
+    ]
+    for args, message in cases:
+        capsys.readouterr()
+        assert main(["anonymization", *args]) == 2, args
+        captured = capsys.readouterr()
+        (line,) = captured.err.splitlines()
+        assert line.startswith("attentive-reader anonymization: error: ") and message in line, line

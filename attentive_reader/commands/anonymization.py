@@ -1,26 +1,21 @@
-#!/usr/bin/env python
-"""How good is a preprocessed dataset's anonymization? Baselines beside the published ones.
+"""``attentive-reader anonymization``: how good is a preprocessed dataset's anonymization?
 
 Reads a dataset made by ``attentive-reader preprocess`` (all its splits, or ``--split``) and
 prints the non-neural baselines, entities and questions per document, the share of probably
-split entities and of queries naming a context entity; ``--adjacent`` lists the answers whose
-marker stands beside another marker. See docs/anonymization.md.
-
-    python scripts/anonymization_report.py data/cnn_test --published cnn --json report.json
+split entities and of queries naming a context entity, beside the published CNN and Daily Mail
+figures; ``--adjacent`` lists the answers whose marker stands beside another marker.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-import datasets
-
-from attentive_reader.corpus.records import SPLITS, ClozeExample
-from attentive_reader.eval.adjacent import adjacent_report
-from attentive_reader.eval.anonymization import PUBLISHED, anonymization_report
+from attentive_reader.common.errors import UserError
+from attentive_reader.common.faults import writing
+from attentive_reader.corpus.records import SPLITS
+from attentive_reader.eval.anonymization import PUBLISHED
 
 ROWS = (
     ("maximum frequency (%)", "maximum_frequency"),
@@ -33,8 +28,15 @@ ROWS = (
 )
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="attentive-reader anonymization",
+        description=(
+            "The anonymization report of a preprocessed dataset: the non-neural baselines, "
+            "entities and questions per document, probably split entities and queries that "
+            "name a context entity, beside the published CNN and Daily Mail figures."
+        ),
+    )
     parser.add_argument(
         "dataset", type=Path, help="a folder written by attentive-reader preprocess"
     )
@@ -45,10 +47,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="which published corpus to compare with (default: both)",
     )
     parser.add_argument(
-        "--split",
-        choices=SPLITS,
-        default=None,
-        help="only this split (default: every split together)",
+        "--split", choices=SPLITS, default=None, help="only this split (default: every split)"
     )
     parser.add_argument(
         "--adjacent",
@@ -56,24 +55,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="also list the answers whose marker stands directly beside another marker",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
-    return parser.parse_args(argv)
+    return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     if not (args.dataset / "dataset_dict.json").is_file():
-        print(f"error: {args.dataset} is not a preprocessed dataset (no dataset_dict.json)")
-        return 2
+        raise UserError(
+            f"{args.dataset} is not a preprocessed dataset (no dataset_dict.json); "
+            "make one with 'attentive-reader preprocess'"
+        )
+    if args.json is None:
+        return _report(args)
+    with writing(args.json, "anonymization"):
+        return _report(args)
+
+
+def _report(args: argparse.Namespace) -> int:
+    import datasets  # after the argument checks: a mistake is told without the heavy imports
+
+    from attentive_reader.corpus.records import ClozeExample
+    from attentive_reader.eval.adjacent import adjacent_report
+    from attentive_reader.eval.anonymization import anonymization_report
+
     loaded = datasets.load_from_disk(str(args.dataset))
     splits = [args.split] if args.split else list(loaded)
     missing = [split for split in splits if split not in loaded]
     if missing:
-        print(f"error: {args.dataset} has no {missing[0]} split (it has {', '.join(loaded)})")
-        return 2
+        raise UserError(f"{args.dataset} has no {missing[0]} split (it has {', '.join(loaded)})")
     examples = [ClozeExample.from_row(row) for split in splits for row in loaded[split]]
     if not examples:
-        print(f"error: {args.dataset} holds no questions in {', '.join(splits)}")
-        return 2
+        raise UserError(f"{args.dataset} holds no questions in {', '.join(splits)}")
     report = anonymization_report(examples)
     manifest_path = args.dataset / "manifest.json"
     if manifest_path.is_file():
@@ -123,7 +135,3 @@ def _print_adjacent(adjacent: dict) -> None:
         left, right = pair["left"], pair["right"]
         left, right = (f"*{left}*", right) if pair["answer_left"] else (left, f"*{right}*")
         print(f"  {pair['example']}  {left} | {right}  [{pair['kind']}]  ... {pair['context']} ...")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
