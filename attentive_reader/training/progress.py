@@ -78,12 +78,18 @@ class ReaderProgressBar(RichProgressBar):
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         super().on_train_start(trainer, pl_module)
+        # A run resumed in the middle of an epoch starts there, without an epoch start.
+        self._epoch_started = self._last_line = time.monotonic()
+        self._first_batch = None
         if not self.lines:
             return
         epochs = f" of {trainer.max_epochs}" if (trainer.max_epochs or 0) > 0 else ""
         steps = f", at most {trainer.max_steps} steps" if trainer.max_steps >= 0 else ""
         where = _checkpoint_folder(trainer)
         resumed = f"; resumed from {trainer.ckpt_path}" if trainer.ckpt_path else ""
+        done = trainer.fit_loop.epoch_loop.batch_progress.current.processed
+        if trainer.ckpt_path and 0 < done < self.total_train_batches:
+            resumed += f" after batch {done}"
         self._say(
             trainer,
             f"training: {self.total_train_batches} batches an epoch, epoch "
