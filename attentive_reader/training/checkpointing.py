@@ -120,9 +120,12 @@ class ReaderCheckpoint(ModelCheckpoint):
         super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
         if self.last_every_minutes is None or not self.save_last or self.save_last == "link":
             return
-        if time.monotonic() - self._last_written < 60 * self.last_every_minutes:
-            return
         if _not_saving(trainer) or not _between_batches(trainer, batch_idx):
+            return
+        due = time.monotonic() - self._last_written >= 60 * self.last_every_minutes
+        if trainer.world_size > 1:  # every rank saves, or none: rank 0's clock decides
+            due = trainer.strategy.broadcast(due, src=0)
+        if not due:
             return
         self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 

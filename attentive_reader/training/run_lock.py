@@ -48,14 +48,16 @@ class LockingTrainer(Trainer):
     def fit(self, *args: Any, **kwargs: Any) -> None:
         """Train the reader (Lightning's ``Trainer.fit``), holding the run folder's lock; a
         version folder left with nothing in it is removed."""
+        # Asked before fit: under DDP the folder's name is broadcast, which cannot happen
+        # once the ranks are gone.
+        log_dir = self.log_dir if _is_rank_zero() and self.loggers else None
         try:
             with self._folder_lock("fit"):
                 return super().fit(*args, **kwargs)
         finally:
-            self._drop_empty_run_folder()
+            self._drop_empty_run_folder(log_dir)
 
-    def _drop_empty_run_folder(self) -> None:
-        log_dir = self.log_dir if _is_rank_zero() and self.loggers else None
+    def _drop_empty_run_folder(self, log_dir: str | None) -> None:
         if log_dir is None or not os.path.isdir(log_dir):
             return
         checkpoint = self.checkpoint_callback
