@@ -70,11 +70,19 @@ def _lightning_flags() -> frozenset[str]:
 
     from attentive_reader.data.datamodule import ClozeDataModule
     from attentive_reader.models.base import ClozeReader
+    from attentive_reader.training.checkpointing import ReaderCheckpoint
+    from attentive_reader.training.progress import ReaderProgressBar
 
     flags = {"--help", "--config", "--print_config", "--seed_everything", "--ckpt_path"}
-    flags |= {"--model", "--model.help", "--data", "--trainer", "--checkpoint"}
-    sections = {"trainer": pl.Trainer, "data": ClozeDataModule, "checkpoint": ModelCheckpoint}
-    for prefix, klass in sections.items():
+    flags |= {"--model", "--model.help", "--data", "--trainer", "--checkpoint", "--progress"}
+    sections = [
+        ("trainer", pl.Trainer),
+        ("data", ClozeDataModule),
+        ("checkpoint", ModelCheckpoint),
+        ("checkpoint", ReaderCheckpoint),
+        ("progress", ReaderProgressBar),
+    ]
+    for prefix, klass in sections:
         flags |= {f"--{prefix}.{name}" for name in inspect.signature(klass.__init__).parameters}
     for reader in ClozeReader.list_available().values():
         for klass in reader.__mro__:

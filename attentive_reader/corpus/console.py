@@ -1,4 +1,9 @@
-"""What a preprocessing run shows: its progress bar, the size estimate, the summary.
+"""What a preprocessing run shows: its progress, the size estimate, the summary.
+
+``ShardProgress`` is the progress: on a terminal a Rich bar (records done of the total when
+the inputs' files can be counted, the percentage, the rate, the time taken and left); when
+the output is not a terminal (a log file), one line per finished shard with the running
+total, the rate and the time left.
 
 ``Estimate`` predicts the output size from the first finished shard and warns when the disk
 will not hold it; ``print_report`` prints the end-of-run summary (``attentive-reader
@@ -10,9 +15,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pyarrow.parquet as pq
 from rich.console import Console
@@ -21,8 +27,10 @@ from rich.progress import (
     Progress,
     ProgressColumn,
     Task,
+    TaskProgressColumn,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 from rich.text import Text
 
@@ -31,6 +39,7 @@ from attentive_reader.corpus.manifest import comparison_table, counts_table
 from attentive_reader.corpus.options import PreprocessOptions
 from attentive_reader.corpus.shards import WorkItem, item_json, shard_paths
 from attentive_reader.corpus.sources import split_input
+from attentive_reader.corpus.sources.inputs import QUESTION_SUFFIX, STORY_SUFFIX
 
 if TYPE_CHECKING:
     from attentive_reader.corpus.options import PreprocessResult
@@ -47,18 +56,96 @@ class _RateColumn(ProgressColumn):
         return Text(f"{speed:.1f} stories/s" if speed else "", style="progress.data.speed")
 
 
-def progress_bar(console: Console, enabled: bool) -> Progress:
-    """The run's progress bar: records done, their rate and the time taken."""
-    return Progress(
+def progress_bar(console: Console, enabled: bool, total: int | None = None) -> Progress:
+    """The run's progress bar: records done (of ``total`` when known, with the percentage
+    and the time left), their rate and the time taken."""
+    counted = (
+        "{task.completed:,} of {task.total:,} records" if total else "{task.completed:,} records"
+    )
+    columns: list[ProgressColumn] = [
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed:,} records"),
-        _RateColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not enabled,
-        transient=False,
-    )
+        TextColumn(counted),
+    ]
+    if total:
+        columns.append(TaskProgressColumn())
+    columns += [_RateColumn(), TimeElapsedColumn()]
+    if total:
+        columns.append(TimeRemainingColumn())
+    return Progress(*columns, console=console, disable=not enabled, transient=False)
+
+
+def count_records(inputs: Sequence[str], kinds: Sequence[str]) -> int | None:
+    """The records the inputs hold when counting is cheap (folders of ``.story`` or
+    ``.question`` files: one record a file); ``None`` when an input is an archive, a data
+    file or a hub dataset."""
+    total = 0
+    for input, kind in zip(inputs, kinds):
+        if kind not in ("stories", "questions"):
+            return None
+        suffix = STORY_SUFFIX if kind == "stories" else QUESTION_SUFFIX
+        for _folder, _dirs, names in os.walk(split_input(input)[1]):
+            total += sum(1 for name in names if name.lower().endswith(suffix))
+    return total
+
+
+class ShardProgress:
+    """The progress of a run's shard loop: a bar, lines, or nothing (see the module).
+
+    Args:
+        console: where it goes.
+        mode: ``bar``, ``lines`` or ``off``.
+        total: the records expected, when known.
+    """
+
+    def __init__(
+        self, console: Console, mode: Literal["bar", "lines", "off"], total: int | None
+    ) -> None:
+        self.console, self.mode, self.total = console, mode, total
+        self.bar = progress_bar(console, mode == "bar", total)
+        self.done = 0
+        self.shards = 0
+        self._started = time.monotonic()
+        self._task = None
+
+    def __enter__(self) -> ShardProgress:
+        self.bar.__enter__()
+        self._task = self.bar.add_task("preprocessing", total=self.total)
+        self._started = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(*exc)  # type: ignore[arg-type]
+
+    def advance(self, records: int) -> None:
+        """``records`` more records read."""
+        self.done += records
+        if self._task is not None:
+            self.bar.advance(self._task, records)
+
+    def shard_done(self, index: int, reused: bool = False) -> None:
+        """Shard ``index`` is finished (a line in ``lines`` mode)."""
+        self.shards += 1
+        if self.mode != "lines":
+            return
+        seconds = time.monotonic() - self._started
+        rate = self.done / seconds if seconds > 0 else 0.0
+        line = f"preprocessing: shard {index + 1} {'reused' if reused else 'done'}, {self.done:,}"
+        if self.total:
+            line += f" of {self.total:,} records ({100 * self.done / self.total:.1f}%)"
+        else:
+            line += " records"
+        line += f", {rate:.1f} stories/s, {_duration(seconds)} so far"
+        if self.total and rate > 0:
+            line += f", about {_duration(max(self.total - self.done, 0) / rate)} left"
+        self.console.print(line, soft_wrap=True, highlight=False, markup=False)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = seconds / 60
+    return f"{minutes:.1f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
 
 
 # --------------------------------------------------------------------------- the estimate

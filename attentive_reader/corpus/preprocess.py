@@ -45,7 +45,7 @@ import os
 import shutil
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,12 +55,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from rich.console import Console
-from rich.progress import Progress
 
 from attentive_reader.common.errors import EmptySplitWarning, UserError
 from attentive_reader.common.faults import WriteGuard, writing
 from attentive_reader.common.fileio import place, write_json_atomic
-from attentive_reader.corpus.console import Estimate, progress_bar
+from attentive_reader.corpus.console import Estimate, ShardProgress, count_records
 from attentive_reader.corpus.grouping import grouping_info
 from attentive_reader.corpus.manifest import (
     MANIFEST_NAME,
@@ -263,7 +262,10 @@ def _preprocess(
     if run.status == "up_to_date":
         return PreprocessResult(out, read_manifest(out) or {}, "up_to_date")
     estimate = Estimate(inputs, run.kinds, out, options, guard, console, progress is not False)
-    bar = progress_bar(console, console.is_terminal if progress is None else progress)
+    mode = "bar" if progress else "off"
+    if progress is None:  # a bar on a terminal, a line per shard in a log
+        mode = "bar" if console.is_terminal else "lines"
+    bar = ShardProgress(console, mode, count_records(run.inputs, run.kinds))
     done = _run_shards(run, estimate, bar, console)
     if done.total_shards == 0:
         clear_output(out)
@@ -280,7 +282,9 @@ def _preprocess(
     )
 
 
-def _run_shards(run: PreparedRun, estimate: Estimate, bar: Progress, console: Console) -> _Progress:
+def _run_shards(
+    run: PreparedRun, estimate: Estimate, bar: ShardProgress, console: Console
+) -> _Progress:
     """Process (or reuse) every shard of this run, in this process or a pool's workers.
 
     On an error nothing worth resuming is left behind (a fresh output is cleared); after an
@@ -291,8 +295,7 @@ def _run_shards(run: PreparedRun, estimate: Estimate, bar: Progress, console: Co
     try:
         pool = open_pool(run.options, run.pipeline)
         with bar:
-            task_id = bar.add_task("preprocessing", total=None)
-            _dispatch_shards(run, pool, estimate, done, lambda n: bar.advance(task_id, n))
+            _dispatch_shards(run, pool, estimate, done, bar)
     except BaseException as error:
         if pool is not None:
             pool.terminate()
@@ -319,7 +322,7 @@ def _dispatch_shards(
     pool: ShardPool | ClusterPool | None,
     estimate: Estimate,
     done: _Progress,
-    advance: Callable[[int], object],
+    bar: ShardProgress,
 ) -> None:
     """The shard loop: this run's shards of the plan, each reused when finished before,
     else processed here (no pool) or submitted, at most two per worker slot in flight."""
@@ -332,7 +335,8 @@ def _dispatch_shards(
         done.counts[index] = shard_counts
         estimate.shard_done(shards, index)
         done.records_processed += shard_counts.read
-        advance(shard_counts.read)
+        bar.advance(shard_counts.read)
+        bar.shard_done(index)
 
     items = iter_items(run.inputs, run.kinds, options, run.url_lists)
     for index, chunk in enumerate(chunks(items, options.shard_size)):
@@ -346,16 +350,18 @@ def _dispatch_shards(
             done.counts[index] = finished
             estimate.shard_done(shards, index)
             done.reused += 1
-            advance(finished.read)
+            bar.advance(finished.read)
+            bar.shard_done(index, reused=True)
             continue
         task = ShardTask(
             index, key, tuple(chunk), str(shards), cloze, options.batch_size, options.strict
         )
         done.processed += 1
         if pool is None:
-            done.counts[index] = process_shard(task, run.pipeline.nlp, on_record=advance)
+            done.counts[index] = process_shard(task, run.pipeline.nlp, on_record=bar.advance)
             done.records_processed += done.counts[index].read
             estimate.shard_done(shards, index)
+            bar.shard_done(index)
         else:
             while pool.in_flight >= 2 * pool.slots:
                 collect()

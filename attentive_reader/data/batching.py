@@ -1,8 +1,9 @@
 """Batches of cloze examples as tensors.
 
 CONTRACT (shared by data/, models/, eval/, viz/): ``ClozeBatch`` below. Beside it:
-``EncodedExample`` and ``collate`` (examples -> ``ClozeBatch``) and ``BucketBatchSampler``
-(length-bucketed, distributed-aware batches of indices).
+``EncodedExample`` and ``collate`` (examples -> ``ClozeBatch``), ``BucketBatchSampler``
+(length-bucketed, distributed-aware batches of indices) and ``ResumableLoader`` (the training
+loader that a checkpoint saved in the middle of an epoch resumes at its next batch).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.utils.data import Sampler
+from torch.utils.data import DataLoader, Sampler
 
 
 @dataclass
@@ -117,7 +118,9 @@ class BucketBatchSampler(Sampler[list[tuple[int, int]]]):
     has exactly ``batch_size`` examples and the remainder is left out of the epoch.
 
     The order depends only on ``(seed, epoch)``; call ``set_epoch`` before each epoch, or pass
-    ``epoch_fn`` to read the epoch when iteration starts. Every index comes with its epoch, so
+    ``epoch_fn`` to read the epoch when iteration starts. ``skip(epoch, batches)`` makes the
+    next iteration over ``epoch`` leave out its first ``batches`` batches (a run resumed in
+    the middle of an epoch goes on with the same order). Every index comes with its epoch, so
     that a dataset in a worker process can seed per-epoch randomness (``EncodedSplit``'s
     entity permutation); a dataset without any reads the index alone.
 
@@ -173,6 +176,9 @@ class BucketBatchSampler(Sampler[list[tuple[int, int]]]):
         self.pool_size = pool_size
         self.epoch_fn = epoch_fn
         self.epoch = 0
+        self.iterated_epoch: int | None = None  # the epoch of the latest iteration
+        self.skipped = 0  # the batches it left out at its start
+        self._skip: tuple[int, int] | None = None  # (epoch, batches) for the next iteration
         total = len(self.lengths)
         if drop_last:
             self.batches_per_rank = total // (num_replicas * batch_size)
@@ -203,7 +209,74 @@ class BucketBatchSampler(Sampler[list[tuple[int, int]]]):
             batches = [batches[i] for i in rng.permutation(num_batches)]
         return batches
 
+    def skip(self, epoch: int, batches: int) -> None:
+        """Leave out the first ``batches`` of this rank's batches the next time ``epoch`` is
+        iterated (once; an iteration over another epoch forgets it)."""
+        if batches < 0:
+            raise ValueError(f"cannot skip {batches} batches")
+        self._skip = (epoch, batches)
+
     def __iter__(self) -> Iterator[list[tuple[int, int]]]:
         epoch = self.epoch_fn() if self.epoch_fn is not None else self.epoch
-        for batch in self.batches(epoch)[self.rank :: self.num_replicas]:
+        skip, self._skip = self._skip, None
+        start = skip[1] if skip is not None and skip[0] == epoch else 0
+        self.iterated_epoch, self.skipped = epoch, start
+        for batch in self.batches(epoch)[self.rank :: self.num_replicas][start:]:
             yield [(epoch, int(i)) for i in batch]
+
+
+class ResumableLoader(DataLoader):
+    """A ``DataLoader`` over a ``BucketBatchSampler`` whose state is the epoch it is in and the
+    number of batches it has handed out in it.
+
+    Lightning stores that state in every checkpoint (a loader with ``state_dict`` and
+    ``load_state_dict`` is one it resumes), and a loader given it back leaves out those
+    batches of that epoch: since the sampler's order depends on the seed and the epoch only,
+    a run resumed from a checkpoint saved in the middle of an epoch reads the rest of the
+    epoch in the order the interrupted run would have. (Lightning asks for one batch at a
+    time from a loader whose length it knows, so the count is of the batches trained on;
+    worker processes read ahead from the sampler, never from this count.)
+    """
+
+    batch_sampler: BucketBatchSampler
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        if not isinstance(self.batch_sampler, BucketBatchSampler):
+            raise TypeError("ResumableLoader needs a BucketBatchSampler as its batch_sampler")
+        self.handed_out = 0
+
+    def __iter__(self) -> Iterator:  # type: ignore[override]
+        self.handed_out = self.batch_sampler.skipped = 0
+        return _Counted(super().__iter__(), self)
+
+    def state_dict(self) -> dict[str, int | None]:
+        """``{"epoch": E, "batches": N}``: the first N batches of epoch E are done (handed
+        out in this iteration, or left out as done before a resume)."""
+        sampler = self.batch_sampler
+        return {"epoch": sampler.iterated_epoch, "batches": sampler.skipped + self.handed_out}
+
+    def load_state_dict(self, state: dict[str, int | None]) -> None:
+        """Resume: the next iteration over the saved epoch starts after its saved batches."""
+        epoch, batches = state.get("epoch"), state.get("batches")
+        if epoch is not None and batches:
+            self.batch_sampler.skip(int(epoch), int(batches))
+
+
+class _Counted:
+    """The loader's iterator, counting the batches it hands out."""
+
+    def __init__(self, batches: Iterator, loader: ResumableLoader) -> None:
+        self._batches = batches
+        self._loader = loader
+
+    def __iter__(self) -> _Counted:
+        return self
+
+    def __next__(self) -> object:
+        batch = next(self._batches)
+        self._loader.handed_out += 1
+        return batch
+
+    def __len__(self) -> int:
+        return len(self._batches)  # type: ignore[arg-type]

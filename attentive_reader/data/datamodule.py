@@ -10,6 +10,7 @@ from typing import Any
 
 import datasets
 import pytorch_lightning as pl
+import torch
 from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader
 
@@ -25,7 +26,7 @@ from attentive_reader.corpus.manifest import (
     read_manifest,
 )
 from attentive_reader.corpus.records import SPLITS, Split, dataset_split, load_dataset
-from attentive_reader.data.batching import BucketBatchSampler, collate
+from attentive_reader.data.batching import BucketBatchSampler, ResumableLoader, collate
 from attentive_reader.data.encoded import (
     BadRow,
     cache_root,
@@ -449,7 +450,12 @@ class ClozeDataModule(pl.LightningDataModule):
             pool_size=self.pool_size,
             epoch_fn=self._current_epoch if shuffle else None,
         )
-        return DataLoader(
+        # Training: a loader that a mid-epoch checkpoint resumes at its next batch. Each loader
+        # draws its workers' base seed from a generator of its own, so that starting an epoch
+        # or a validation leaves the global random state (dropout's) as it was: a resumed run
+        # then draws what the interrupted one would have.
+        loader = ResumableLoader if shuffle else DataLoader
+        return loader(
             dataset,
             batch_sampler=sampler,
             collate_fn=self._collate,
@@ -457,6 +463,7 @@ class ClozeDataModule(pl.LightningDataModule):
             pin_memory=self._pins_memory(),
             # Training workers live from epoch to epoch instead of starting again for each.
             persistent_workers=shuffle and self.num_workers > 0,
+            generator=torch.Generator().manual_seed(self.seed),
         )
 
     def _pins_memory(self) -> bool:

@@ -30,12 +30,15 @@ SPECIAL_CKPT_PATHS = ("last", "best", "hpc", "registry")
 # deprecation inside Lightning's own code, the checkpoint folder of a resumed run being the
 # new run's (wanted: each run writes its own version folder), an empty validation split
 # (the data module says so itself) and the missing val_acc that follows from it (fit's last
-# line names the checkpoints).
+# line names the checkpoints), and the Timer of a run trained with --trainer.max_time being
+# absent when its checkpoint is resumed or tested without that option (Lightning adds that
+# callback for max_time only; its state, the time used, matters to nothing else).
 NOISE_WARNINGS = (
     r".*isinstance\(treespec, LeafSpec\)",
     r"The dirpath has changed from",
     r"Total length of .* across ranks is zero",
     r".*could not find the monitored key in the returned metrics",
+    r"Be aware that when using `ckpt_path`.* Please add the following callbacks: \['Timer'\]\.$",
 )
 # Lightning's advertisements (``rank_zero_info``), logged at every run.
 _TIP = "💡 Tip"

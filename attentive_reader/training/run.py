@@ -31,7 +31,8 @@ from __future__ import annotations
 import warnings
 from typing import Any, NoReturn
 
-from pytorch_lightning.callbacks import RichProgressBar
+from pytorch_lightning import Trainer
+from pytorch_lightning.callbacks import Callback, ProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities import rank_zero_only
 from pytorch_lightning.utilities.exceptions import MisconfigurationException
@@ -53,7 +54,10 @@ from attentive_reader.training.errors import (
     resumed_model_options,
 )
 from attentive_reader.training.predictions_writer import PredictionsWriter
+from attentive_reader.training.progress import ReaderProgressBar
+from attentive_reader.training.resume import ExactResume
 from attentive_reader.training.run_lock import LockingTrainer
+from attentive_reader.training.stopping import StopCleanly
 from attentive_reader.training.wall_clock import WallClock
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
@@ -103,12 +107,14 @@ class ReaderCLI(LightningCLI):
             "data.num_entities", "model.init_args.num_entities", apply_on="instantiate"
         )
         parser.add_lightning_class_args(ReaderCheckpoint, "checkpoint")
+        parser.add_lightning_class_args(ReaderProgressBar, "progress")
         parser.set_defaults(
             {
                 "checkpoint.monitor": "val_acc",
                 "checkpoint.mode": "max",
                 "checkpoint.save_last": True,
-                "checkpoint.filename": "best-{epoch}-{step}-{val_acc:.4f}",
+                # {epoch} counts from 1 (ReaderCheckpoint); {step}: optimizer steps done
+                "checkpoint.filename": "best-epoch{epoch}-step{step}-{val_acc:.4f}",
                 "checkpoint.auto_insert_metric_name": False,
             }
         )
@@ -143,13 +149,13 @@ class ReaderCLI(LightningCLI):
         _root_dir_wins(config.trainer)
         if config.get("ckpt_path") not in (None, *SPECIAL_CKPT_PATHS):
             resumed_model_options(config, self.given_model_options)
-        # The Rich bar is a default callback; Lightning refuses one when the bar is off.
-        if config.trainer.get("enable_progress_bar") is False:
-            self.trainer_defaults["callbacks"] = [
-                callback
-                for callback in self.trainer_defaults["callbacks"]
-                if not isinstance(callback, RichProgressBar)
-            ]
+
+    def _instantiate_trainer(self, config: dict[str, Any], callbacks: list[Callback]) -> Trainer:
+        # The progress bar (--progress.*) is a callback the CLI adds; Lightning refuses one
+        # when the bar is off.
+        if config.get("enable_progress_bar") is False:
+            callbacks = [c for c in callbacks if not isinstance(c, ProgressBar)]
+        return super()._instantiate_trainer(config, callbacks)
 
 
 def _root_dir_wins(trainer: Any) -> None:
@@ -225,13 +231,17 @@ def _reader_cli(argv: list[str]) -> ReaderCLI:
             # The data module shards batches across ranks itself (BucketBatchSampler).
             "use_distributed_sampler": False,
             # The run's wall time logged at each epoch's end (wall_clock.py); predict's
-            # answers in predictions.jsonl. The CPU speed-ups are a callback the configs list
-            # (cpu_speedups.CpuSpeedups), so a run's saved config says whether they were on.
+            # answers in predictions.jsonl; a checkpoint saved inside an epoch resumed exactly
+            # (resume.py); max_steps and early stopping without a crash (stopping.py). The
+            # progress bar and the checkpoints are options (--progress.*, --checkpoint.*).
+            # The CPU speed-ups are a callback the configs list (cpu_speedups.CpuSpeedups),
+            # so a run's saved config says whether they were on.
             "callbacks": [
-                RichProgressBar(),
                 VocabularyWriter(),
                 WallClock(),
                 PredictionsWriter(),
+                ExactResume(),
+                StopCleanly(),
             ],
         },
         # The resolved config is saved into the run's log directory (never ./config.yaml).

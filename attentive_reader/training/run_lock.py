@@ -9,11 +9,16 @@ second run stops with one line naming the first one's process. The lock ends wit
 
 Only the launching process of rank 0 locks: the other ranks of a DDP run (started with
 ``LOCAL_RANK`` / ``RANK`` / ``NODE_RANK`` set) write under its lock.
+
+A ``fit`` that leaves nothing in its version folder (it failed before a checkpoint or a
+logged metric, or it resumed a finished run and trained no step) removes the folder, so that
+``runs/`` holds runs, not the settings of runs that never were.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -41,9 +46,26 @@ class LockingTrainer(Trainer):
             yield
 
     def fit(self, *args: Any, **kwargs: Any) -> None:
-        """Train the reader (Lightning's ``Trainer.fit``), holding the run folder's lock."""
-        with self._folder_lock("fit"):
-            return super().fit(*args, **kwargs)
+        """Train the reader (Lightning's ``Trainer.fit``), holding the run folder's lock; a
+        version folder left with nothing in it is removed."""
+        # Asked before fit: under DDP the folder's name is broadcast, which cannot happen
+        # once the ranks are gone.
+        log_dir = self.log_dir if _is_rank_zero() and self.loggers else None
+        try:
+            with self._folder_lock("fit"):
+                return super().fit(*args, **kwargs)
+        finally:
+            self._drop_empty_run_folder(log_dir)
+
+    def _drop_empty_run_folder(self, log_dir: str | None) -> None:
+        if log_dir is None or not os.path.isdir(log_dir):
+            return
+        checkpoint = self.checkpoint_callback
+        idle = bool(getattr(checkpoint, "nothing_trained", lambda trainer: False)(self))
+        folders = [log_dir, getattr(checkpoint, "dirpath", None)]
+        if any(folder and _holds_results(folder, idle) for folder in folders):
+            return
+        shutil.rmtree(log_dir, ignore_errors=True)
 
     def validate(self, *args: Any, **kwargs: Any) -> Any:
         """Validate a reader (Lightning's ``Trainer.validate``), holding the folder's lock."""
@@ -59,3 +81,26 @@ class LockingTrainer(Trainer):
         """Predict with a reader (Lightning's ``Trainer.predict``), holding the folder's lock."""
         with self._folder_lock("predict"):
             return super().predict(*args, **kwargs)
+
+
+# What every run writes when it starts, before it has trained anything.
+_SETTINGS = {"config.yaml", "hparams.yaml", "vocab.json", "pipeline.json"}
+
+
+def _holds_results(folder: str, idle: bool) -> bool:
+    """Whether ``folder`` holds a checkpoint or logged metrics (a header-only
+    ``metrics.csv`` is none; an idle run's event files are its settings only)."""
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            if name in _SETTINGS or (idle and name.startswith("events.out.tfevents")):
+                continue
+            if name == "metrics.csv" and _lines(path) <= 1:
+                continue
+            return True
+    return False
+
+
+def _lines(path: str) -> int:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return sum(1 for line in handle if line.strip())

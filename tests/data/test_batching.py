@@ -98,3 +98,45 @@ def test_bad_arguments(kwargs, message):
     arguments = {"lengths": [1, 2, 3], "batch_size": 2, **kwargs}
     with pytest.raises(ValueError, match=message):
         BucketBatchSampler(**arguments)
+
+
+class Keys(torch.utils.data.Dataset):
+    """A dataset whose items are the sampler's ``(epoch, index)`` keys."""
+
+    def __getitem__(self, key):
+        return key
+
+    def __len__(self) -> int:
+        return 12
+
+
+def test_a_resumable_loader_restored_from_its_state_goes_on_with_the_same_batches():
+    from attentive_reader.data.batching import ResumableLoader
+
+    epoch = {"now": 2}
+    lengths = [5, 3, 9, 1, 7, 2, 8, 4, 6, 10, 12, 11]
+
+    def loader() -> ResumableLoader:
+        sampler = BucketBatchSampler(
+            lengths, batch_size=2, seed=3, pool_size=2, epoch_fn=lambda: epoch["now"]
+        )
+        return ResumableLoader(Keys(), batch_sampler=sampler, collate_fn=list)
+
+    whole = [[i for _, i in batch] for batch in loader()]
+    first = loader()
+    batches = iter(first)
+    done = [[i for _, i in next(batches)] for _ in range(4)]
+    state = first.state_dict()
+    assert state == {"epoch": 2, "batches": 4} and done == whole[:4]
+
+    again = loader()
+    again.load_state_dict(state)
+    rest = [[i for _, i in batch] for batch in again]
+    assert done + rest == whole
+    assert again.state_dict() == {"epoch": 2, "batches": 6}
+    # The skip was for epoch 2 only, once: the next epoch is whole and new.
+    epoch["now"] = 3
+    assert len(list(again)) == 6 and again.state_dict() == {"epoch": 3, "batches": 6}
+    resumed_elsewhere = loader()
+    resumed_elsewhere.load_state_dict({"epoch": 1, "batches": 4})
+    assert len(list(resumed_elsewhere)) == 6

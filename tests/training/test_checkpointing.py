@@ -99,7 +99,8 @@ def test_last_ckpt_holds_the_last_epoch_and_a_resume_continues_there(
     assert torch.load(best, weights_only=True)["global_step"] == STEPS_PER_EPOCH
     # The one line fit ends with names the best checkpoint, which exists.
     line = capsys.readouterr().out.strip().splitlines()[-1]
-    assert line == f"best checkpoint: {best} (epoch 0, val_acc 1.0000)"
+    assert line == f"best checkpoint: {best} (epoch 1, val_acc 1.0000)"
+    assert best.name.startswith("best-epoch1-step3-")  # 1-based, as the line says
     # Halved after epoch 1 (no better than epoch 0) and after epoch 2: epoch 3's rate is saved.
     rates = [float(_epochs(tmp_path / "first")[e]["lr"]) for e in range(3)]
     assert rates == pytest.approx([1e-3, 1e-3, 5e-4])
@@ -164,5 +165,25 @@ def test_the_best_line_on_ctrl_c_and_without_a_validation(tmp_path, capsys):
     callback.best_model_path, callback.best_model_score = str(best), torch.tensor(0.6125)
     callback.on_exception(trainer, None, KeyboardInterrupt())
     callback.on_exception(trainer, None, ValueError("not an interruption: no line"))
-    expected = f"interrupted; best checkpoint so far: {best} (epoch 4, val_acc 0.6125)\n"
+    # The file's epoch key is Lightning's 0-based count; the line counts from 1.
+    expected = f"interrupted; best checkpoint so far: {best} (epoch 5, val_acc 0.6125)\n"
     assert capsys.readouterr().out == expected
+
+
+def test_a_resumed_run_in_a_new_folder_keeps_the_best_of_the_run_it_resumed(tmp_path):
+    """Lightning keeps only the path of a best checkpoint saved in another folder; its score
+    is kept here, and the better of it and this run's best is the best."""
+    from attentive_reader.training.checkpointing import ReaderCheckpoint
+
+    earlier = tmp_path / "version_0" / "best.ckpt"
+    earlier.parent.mkdir()
+    torch.save({"epoch": 8, "global_step": 90}, earlier)
+    callback = ReaderCheckpoint(dirpath=str(tmp_path / "version_1"), monitor="val_acc", mode="max")
+    state = {"dirpath": str(earlier.parent), "best_model_path": str(earlier)}
+    callback.load_state_dict({**state, "best_model_score": torch.tensor(0.4023)})
+    assert callback.best_line() == f"best checkpoint: {earlier} (epoch 9, val_acc 0.4023)"
+    worse = tmp_path / "version_1" / "worse.ckpt"
+    callback.best_model_path, callback.best_model_score = str(worse), torch.tensor(0.39)
+    assert callback.best() == (str(earlier), pytest.approx(0.4023))
+    callback.best_model_score = torch.tensor(0.41)
+    assert callback.best() == (str(worse), pytest.approx(0.41))
