@@ -364,7 +364,7 @@ def test_every_large_batch_config_is_its_real_news_config_at_batch_256_with_the_
         assert large["model"] == small["model"], name
         trainer, before = large["trainer"], small["trainer"]
         assert trainer.pop("max_epochs") > before.pop("max_epochs")
-        (stopping, speedups), (stopped, _) = trainer["callbacks"], before["callbacks"]
+        (stopping, _), (stopped, _) = trainer["callbacks"], before["callbacks"]
         assert stopping["init_args"].pop("patience") > stopped["init_args"].pop("patience")
         assert trainer.pop("logger")["init_args"] == {"save_dir": "runs/large_batch", "name": name}
         before.pop("logger")
