@@ -19,6 +19,11 @@ same pipeline, and ``Reader.answer(document, query)``:
 ``Reader.load`` warns in one line (``ProvenanceWarning``) when that was the built-in
 synthetic corpus or the reader validates below its data's exclusive-frequency baseline.
 
+``Reader.load([a, b, ...])`` loads several checkpoints of one vocabulary and entity range as
+an ensemble (``models/ensemble.py``): each question is anonymized once and answered by the
+mean of the readers' probabilities; its attention is the mean of theirs. Checkpoints that
+read differently are refused in one line naming the difference (``eval/ensemble.py``).
+
 Steps 1 and 2, and loading the recorded pipeline, are ``attentive_reader.api_prepare``.
 
 Example::
@@ -62,8 +67,10 @@ from attentive_reader.data.batching import EncodedExample, collate
 from attentive_reader.data.entity_block import EntityFit, fit_encoded, stored_ids
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.data.vocab_sources import datamodule_state
+from attentive_reader.eval.ensemble import MemberData, check_members
 from attentive_reader.eval.inference import DeviceName, resolve_device
 from attentive_reader.models.base import ClozeReader
+from attentive_reader.models.ensemble import Ensemble
 from attentive_reader.models.loading import reader_from_checkpoint
 from attentive_reader.models.predictions import Prediction
 from attentive_reader.models.provenance import Provenance
@@ -180,21 +187,24 @@ class Reader:
     Build one with ``Reader.load``. Attributes are read-only by convention.
 
     Args:
-        model: the reader, in eval mode.
+        model: the reader, in eval mode, or an ``Ensemble`` of readers.
         vocab: its vocabulary (from the checkpoint).
         nlp: the spaCy NER pipeline (``corpus.pipeline.load_pipeline``).
         options: how stories become cloze examples (labels, lowercasing, the document cap).
         max_encoded_tokens: the data module's cap on the anonymized context (``None``: none).
         pipeline: the checkpoint's preprocessing identity (``None`` for old checkpoints).
-        path: the checkpoint, for messages and page headers.
+        path: the checkpoint, for messages and page headers (an ensemble's: its members'
+            joined with `` + ``).
         batch_size: examples per forward pass in ``answer_many``.
         provenance: what the reader was trained on (``Provenance.of(checkpoint)``; unknown
-            when not given).
+            when not given; an ensemble's: its first member's).
+        members: an ensemble's checkpoints with what each was trained on (empty for one
+            reader).
     """
 
     def __init__(
         self,
-        model: ClozeReader,
+        model: ClozeReader | Ensemble,
         vocab: Vocabulary,
         nlp: Language,
         options: ClozeOptions,
@@ -204,6 +214,7 @@ class Reader:
         path: str = "",
         batch_size: int = 32,
         provenance: Provenance | None = None,
+        members: Sequence[tuple[str, Provenance]] = (),
     ) -> None:
         if vocab.num_entities != model.num_entities:
             raise UserError(
@@ -219,24 +230,28 @@ class Reader:
         self.pipeline = pipeline
         self.path = path
         self.batch_size = batch_size
-        self.provenance = provenance or Provenance()
+        self.members = tuple(members)
+        self.provenance = provenance or (self.members[0][1] if self.members else Provenance())
         # make_examples caps nothing here: a long document is cut to the cap instead.
         self._cloze = dataclasses.replace(options, max_context_tokens=None)
 
     @classmethod
     def load(
         cls,
-        ckpt: str | Path,
+        ckpt: str | Path | Sequence[str | Path],
         *,
         spacy_model: str | None = None,
         device: DeviceName | str = "cpu",
         batch_size: int = 32,
         warn: Callable[[str], None] | None = None,
     ) -> Reader:
-        """Load a checkpoint and the spaCy pipeline its training data was preprocessed with.
+        """Load a checkpoint (or an ensemble of them) and the spaCy pipeline its training data
+        was preprocessed with.
 
         Args:
-            ckpt: a reader checkpoint trained with ``ClozeDataModule``.
+            ckpt: a reader checkpoint trained with ``ClozeDataModule``, or a list of them to
+                answer as an ensemble (by the mean of their probabilities; one vocabulary,
+                entity range, preprocessing and context cap; a list of one is that reader).
             spacy_model: a spaCy pipeline (name or directory) to use instead of the recorded
                 one; needed for checkpoints trained on DeepMind ``.question`` data.
             device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
@@ -246,45 +261,88 @@ class Reader:
                 line).
 
         Raises:
-            UserError: a missing or unreadable checkpoint, or a pipeline that is not
-                installed.
+            UserError: a missing or unreadable checkpoint, a pipeline that is not installed,
+                or an ensemble's checkpoints that read differently (the message names the
+                difference and the two files).
 
         Warns:
             PipelineWarning: the installed pipeline differs from the recorded one, or the
                 checkpoint records none (trained before the identity was recorded).
-            ProvenanceWarning: the reader was trained on the built-in synthetic corpus (or
-                other generated data), or validates below its data's exclusive-frequency
-                baseline (``Provenance.warning``).
+            ProvenanceWarning: the reader (an ensemble: a member, named) was trained on the
+                built-in synthetic corpus (or other generated data), or validates below its
+                data's exclusive-frequency baseline (``Provenance.warning``).
         """
-        path = Path(ckpt)
+        paths = [Path(ckpt)] if isinstance(ckpt, (str, Path)) else [Path(p) for p in ckpt]
+        if not paths:
+            raise UserError("Reader.load needs a checkpoint (or a list of them for an ensemble)")
         where = resolve_device(device)
-        checkpoint = read_checkpoint(path, map_location=where)  # read once: reader and vocabulary
-        model = reader_from_checkpoint(checkpoint, path, map_location=where)
-        state = datamodule_state(checkpoint)
-        if state is None:
-            raise UserError(
-                f"{path} holds no vocabulary (it was not trained with ClozeDataModule); "
-                "Reader.load needs a checkpoint written by 'attentive-reader fit'"
-            )
-        vocab = Vocabulary.from_dict(state["vocab"])
-        pipeline = state.get("pipeline")
+        loaded = [_load_member(path, where) for path in paths]  # each file read once
+        check_members([data for _, _, data in loaded])
+        checkpoint, _, first = loaded[0]
         arguments = checkpoint.get("datamodule_hyper_parameters") or {}
-        nlp = load_nlp(path, pipeline, spacy_model, warn)
-        provenance = Provenance.of(checkpoint)
-        caution = provenance.warning()
-        if caution is not None:
-            (warn or _provenance_warning)(caution)
+        nlp = load_nlp(paths[0], first.pipeline, spacy_model, warn)
+        members = [
+            (str(path), Provenance.of(member)) for path, (member, _, _) in zip(paths, loaded)
+        ]
+        for path, provenance in members:
+            caution = provenance.warning()
+            if caution is not None:
+                (warn or _provenance_warning)(caution if len(paths) == 1 else f"{path}: {caution}")
+        models = [model for _, model, _ in loaded]
         return cls(
-            model,
-            vocab,
+            models[0] if len(models) == 1 else Ensemble(models),
+            first.vocab,
             nlp,
-            _cloze_options(pipeline),
+            _cloze_options(first.pipeline),
             max_encoded_tokens=arguments.get("max_context_tokens"),
-            pipeline=pipeline,
-            path=str(path),
+            pipeline=first.pipeline,
+            path=" + ".join(str(path) for path in paths),
             batch_size=batch_size,
-            provenance=provenance,
+            provenance=members[0][1],
+            members=members if len(members) > 1 else (),
         )
+
+    # --- what it was trained on ------------------------------------------------------------
+
+    def describe(self, folder: bool = True) -> str:
+        """One line: what the reader was trained on (an ensemble: each member, by its file).
+
+        Args:
+            folder: name the dataset's (and the members') whole folder; ``False``: the last
+                part only (for a page that must not show the server's folders).
+        """
+        if not self.members:
+            return self.provenance.describe(folder)
+        described = [
+            f"{path if folder else Path(path).name}: {provenance.describe(folder)}"
+            for path, provenance in self.members
+        ]
+        return (
+            f"an ensemble of {len(self.members)} readers (the mean of their probabilities): "
+            + " | ".join(described)
+        )
+
+    def caution(self) -> str | None:
+        """The one-line warning about what the reader (or a member) was trained on, or None."""
+        if not self.members:
+            return self.provenance.warning()
+        warned = [
+            f"{Path(path).name}: {warning}"
+            for path, provenance in self.members
+            if (warning := provenance.warning()) is not None
+        ]
+        return " | ".join(warned) or None
+
+    def provenance_json(self) -> dict[str, Any]:
+        """What the reader was trained on, as JSON (``Provenance.to_json``); an ensemble's:
+        ``{"ensemble": [{"checkpoint": path, ...its member's record}, ...]}``."""
+        if not self.members:
+            return self.provenance.to_json()
+        return {
+            "ensemble": [
+                {"checkpoint": path, **provenance.to_json()} for path, provenance in self.members
+            ]
+        }
 
     # --- answering -----------------------------------------------------------------------
 
@@ -404,6 +462,22 @@ class Reader:
         with torch.inference_mode():
             output = self.model.predict_step(batch, 0)
         return [_answer(item, record) for item, record in zip(items, output.records())]
+
+
+def _load_member(path: Path, device: torch.device) -> tuple[dict, ClozeReader, MemberData]:
+    """A checkpoint read once: its content, its reader and its vocabulary and preprocessing.
+
+    Raises:
+        UserError: a missing or unreadable checkpoint, or one without a vocabulary.
+    """
+    checkpoint = read_checkpoint(path, map_location=device)
+    model = reader_from_checkpoint(checkpoint, path, map_location=device)
+    if datamodule_state(checkpoint) is None:
+        raise UserError(
+            f"{path} holds no vocabulary (it was not trained with ClozeDataModule); "
+            "Reader.load needs a checkpoint written by 'attentive-reader fit'"
+        )
+    return checkpoint, model, MemberData.of_checkpoint(checkpoint, path)
 
 
 def _answer(item: _Prepared, record: Prediction) -> Answer:

@@ -53,6 +53,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "attentive_reader.commands.encode",
         "encode a dataset's token ids once, ahead of a (multi-node) training run",
     ),
+    "vectors": (
+        "attentive_reader.commands.vectors",
+        "train word vectors on a dataset's train split (word2vec), for --model.word_vectors",
+    ),
     "configs": (
         "attentive_reader.commands.configs",
         "list the shipped configs that --config NAME accepts",

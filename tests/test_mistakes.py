@@ -58,6 +58,7 @@ TABLE = [
     Mistake("export-missing-dataset", ("export", "{tmp}/nope", "--output", "{tmp}/e"), "not a processed dataset"),
     Mistake("synth-wrong-type", ("synth", "--stories", "abc", "{tmp}/s"), "--stories"),
     Mistake("encode-missing-dataset", ("encode", "{tmp}/nope"), "not a processed dataset"),
+    Mistake("vectors-missing-dataset", ("vectors", "--data", "{tmp}/nope", "--output", "{tmp}/v.txt"), "not a processed dataset"),
     Mistake("configs-unknown-option", ("configs", "--nope"), "unrecognized arguments"),
     # the Lightning commands
     Mistake("fit-missing-dataset", ("fit", *QUIET_FIT, "--data.path", "{tmp}/nope"), "not a processed dataset"),
@@ -71,6 +72,8 @@ TABLE = [
     Mistake("fit-missing-checkpoint", ("fit", *QUIET_FIT, "--data.path", "{data}", "--ckpt_path", "{tmp}/nope.ckpt"), "no such file"),
     Mistake("fit-truncated-checkpoint", ("fit", *QUIET_FIT, "--data.path", "{data}", "--ckpt_path", "{truncated}"), "not a readable checkpoint"),
     Mistake("fit-empty-train", ("fit", *QUIET_FIT, "--data.path", "{no_train}"), "the train split of"),
+    Mistake("fit-word-vectors-of-another-size", ("fit", *QUIET_FIT, "--data.path", "{data}", "--model.init_args.word_vectors", "{vectors5}"), "holds 5-dimensional vectors but the reader's embedding_dim is 8"),
+    Mistake("fit-missing-word-vectors", ("fit", *QUIET_FIT, "--data.path", "{data}", "--model.word_vectors", "{tmp}/glove.txt"), "word vectors file not found: {tmp}/glove.txt"),
     Mistake("validate-empty-split", ("validate", "--config", "attentive_reader", "--data.path", "{empty}", "--ckpt_path", "{ckpt}"), "the validation split of"),
     Mistake("validate-junk-checkpoint", ("validate", "--config", "attentive_reader", "--data.path", "{data}", "--ckpt_path", "{junk}"), "not a readable checkpoint"),
     Mistake("test-empty-split", ("test", "--config", "attentive_reader", "--data.path", "{empty}", "--ckpt_path", "{ckpt}"), "the test split of"),
@@ -81,10 +84,13 @@ TABLE = [
     Mistake("evaluate-missing-dataset", ("evaluate", "--data", "{tmp}/nope", "--ckpt", "{ckpt}"), "not a processed dataset"),
     Mistake("learning-unknown-reader", ("learning", "--readers", "attentive_redaer"), "--readers: no shipped config is called 'attentive_redaer'"),
     Mistake("anonymization-not-a-dataset", ("anonymization", "{tmp}"), "is not a preprocessed dataset"),
+    Mistake("evaluate-ensemble-of-two-vocabularies", ("evaluate", "--data", "{data}", "--ensemble", "{ckpt}", "{other_vocab}"), "cannot answer as one ensemble: their vocabularies differ"),
     Mistake("curves-run-without-metrics", ("curves", "{tmp}/stories_typo"), "stories_typo: no version_N/metrics.csv in it"),
     Mistake("heatmap-junk-checkpoint", ("heatmap", "--data", "{data}", "--ckpt", "{junk}", "--out", "{tmp}/h"), "not a readable checkpoint"),
     Mistake("answer-missing-document", ("answer", "--ckpt", "{ckpt}", "--document", "{tmp}/nope.txt", "--query", "@placeholder won"), "not found"),
+    Mistake("answer-ensemble-of-two-vocabularies", ("answer", "--ensemble", "{ckpt}", "{other_vocab}", "--document", "{story}", "--query", "@placeholder won"), "cannot answer as one ensemble"),
     Mistake("serve-missing-checkpoint", ("serve", "--ckpt", "{tmp}/nope.ckpt"), "not found"),
+    Mistake("serve-ensemble-and-ckpt", ("serve", "--ckpt", "{ckpt}", "--ensemble", "{ckpt}"), "not allowed with argument"),
     Mistake("demo-unknown-reader", ("demo", "--reader", "nope"), "unknown reader 'nope'"),
 ]  # fmt: skip
 
@@ -112,6 +118,8 @@ def _empty_split_dataset(trained: TrainedReader, out: Path, split: str = "") -> 
 
 @pytest.fixture(scope="module")
 def world(trained: TrainedReader, tmp_path_factory) -> dict[str, str]:
+    import torch
+
     tmp = tmp_path_factory.mktemp("mistakes")
     (tmp / "stories_typo").mkdir()  # a folder beside the mistyped path: a path, not a hub name
     truncated = tmp / "truncated.ckpt"
@@ -120,6 +128,13 @@ def world(trained: TrainedReader, tmp_path_factory) -> dict[str, str]:
     junk.write_text("not a checkpoint\n")
     bad_yaml = tmp / "bad.yaml"
     bad_yaml.write_text("model:\n  init_args:\n    hidden_dim: [8\n  dropout: 0.1\n")
+    vectors5 = tmp / "glove.5d.txt"
+    vectors5.write_text("the 1 2 3 4 5\n")
+    checkpoint = torch.load(trained.ckpt, weights_only=True)
+    words = checkpoint["ClozeDataModule"]["vocab"]["words"]
+    words[:2] = words[1::-1]  # the same words, two of them at each other's ids
+    other_vocab = tmp / "other_vocab.ckpt"
+    torch.save(checkpoint, other_vocab)
     unknown_yaml = tmp / "unknown.yaml"
     unknown_yaml.write_text(
         "model:\n  class_path: attentive_reader.models.AttentiveReader\n  init_args:\n"
@@ -134,6 +149,9 @@ def world(trained: TrainedReader, tmp_path_factory) -> dict[str, str]:
         "junk": junk,
         "bad_yaml": bad_yaml,
         "unknown_yaml": unknown_yaml,
+        "vectors5": vectors5,
+        "other_vocab": other_vocab,
+        "story": sorted((trained.corpus / "stories").glob("*.story"))[0],
         "empty": _empty_split_dataset(trained, tmp),
         "no_train": _empty_split_dataset(trained, tmp, "test"),
     }

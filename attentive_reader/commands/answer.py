@@ -5,8 +5,10 @@ One document and query (``--document FILE|- --query TEXT``) prints the ranked ca
 and ``--heatmap PAGE`` writes the attention page; ``--batch FILE.jsonl`` answers one
 ``{"document": ..., "query": ...}`` object per line, reporting bad lines by number and going
 on. A reader trained on the synthetic corpus, or validating below its data's
-exclusive-frequency baseline, is flagged in one ``warning:`` line on standard error. The
-work is done by ``attentive_reader.api.Reader``.
+exclusive-frequency baseline, is flagged in one ``warning:`` line on standard error.
+``--ensemble CKPT CKPT ...`` answers with several readers of one vocabulary at once, by the
+mean of their probabilities (the heatmap: the mean of their attention). The work is done by
+``attentive_reader.api.Reader``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from attentive_reader.commands import add_device_argument
+from attentive_reader.commands import add_device_argument, add_reader_arguments
 from attentive_reader.common.errors import UserError
 from attentive_reader.common.faults import writing
 from attentive_reader.common.fileio import replacing, write_text_atomic
@@ -38,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
             "The query is written with real names and one blank: @placeholder (or ___ or XXX)."
         ),
     )
-    parser.add_argument("--ckpt", required=True, help="reader checkpoint (from 'fit')")
+    add_reader_arguments(parser)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--document", metavar="FILE", help="the article: a text or .story file, or - for stdin"
@@ -94,7 +96,7 @@ def main(argv: list[str]) -> int:
     for notice in answer.notices:
         print(f"note: {notice}", file=sys.stderr)
     if args.json or args.out:
-        record = {**answer.to_json(args.top), "reader": reader.provenance.to_json()}
+        record = {**answer.to_json(args.top), "reader": reader.provenance_json()}
         text = json.dumps(record, ensure_ascii=False, indent=1)
     if args.out:
         _write_text(Path(args.out), text + "\n")
@@ -102,11 +104,11 @@ def main(argv: list[str]) -> int:
         print(text)
     else:
         print_answer(answer, args.top)
-        print(f"reader: {reader.provenance.describe()}")
+        print(f"reader: {reader.describe()}")
     if args.heatmap:
         from attentive_reader.viz.html import render_html
 
-        _write_text(Path(args.heatmap), render_html(answer.heatmap(model=str(args.ckpt))))
+        _write_text(Path(args.heatmap), render_html(answer.heatmap(model=reader.path)))
         print(f"heatmap written to {args.heatmap}", file=sys.stderr)
     return 0
 
@@ -116,7 +118,7 @@ def load(args: argparse.Namespace) -> Reader:
     from attentive_reader.api import Reader
 
     return Reader.load(
-        args.ckpt,
+        args.ckpt or args.ensemble,
         spacy_model=args.spacy_model,
         device=args.device,
         batch_size=args.batch_size,
@@ -205,7 +207,7 @@ def _batch_lines(path: str) -> Iterator[tuple[int, tuple[str, str] | str]]:
 def _batch(reader: Reader, args: argparse.Namespace) -> int:
     import contextlib
 
-    print(f"reader: {reader.provenance.describe()}", file=sys.stderr)
+    print(f"reader: {reader.describe()}", file=sys.stderr)
     answered = failed = 0
     out_path = Path(args.out) if args.out else None
     with contextlib.ExitStack() as stack:

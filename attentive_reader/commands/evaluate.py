@@ -1,7 +1,8 @@
 """``attentive-reader evaluate``: accuracy report with confidence intervals and baselines.
 
-Every example of the split is read exactly once, in one process, by every checkpoint; the
-paper's non-neural baselines are computed from the same examples. The report is a Markdown
+Every example of the split is read exactly once, in one process, by every checkpoint (each
+``--ckpt`` on its own, each ``--ensemble`` as one system answering by the mean of its
+readers' probabilities); the paper's non-neural baselines are computed from the same examples. The report is a Markdown
 table on the terminal and, with ``--out``, a JSON file holding every figure and the inputs
 (checkpoint paths and SHA-256 hashes, the dataset manifest, the split, the options); with
 ``--predictions``, a JSON Lines file with each checkpoint's answer to each example.
@@ -37,7 +38,18 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         default=[],
         metavar="CKPT",
-        help="reader checkpoints to compare (omit for a baselines-only report)",
+        help="reader checkpoints to compare, each evaluated on its own (omit, with no "
+        "--ensemble, for a baselines-only report)",
+    )
+    parser.add_argument(
+        "--ensemble",
+        nargs="+",
+        action="append",
+        default=[],
+        metavar="CKPT",
+        help="checkpoints of one vocabulary and entity range that answer together, by the mean "
+        "of their answer probabilities: one more system, named ensemble(CKPT, ...); repeat "
+        "--ensemble for several ensembles",
     )
     parser.add_argument("--data", required=True, help="processed dataset directory")
     parser.add_argument("--split", default="test", choices=SPLITS, help="split (default: test)")
@@ -45,8 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--predictions",
         metavar="FILE",
-        help="write each checkpoint's answer to each example here, one JSON object a line "
-        "(e.g. predictions.jsonl; needs --ckpt)",
+        help="write each checkpoint's (and ensemble's) answer to each example here, one JSON "
+        "object a line (e.g. predictions.jsonl; needs --ckpt or --ensemble)",
     )
     parser.add_argument(
         "--batch-size",
@@ -90,8 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    if args.predictions is not None and not args.ckpt:
-        raise UserError("--predictions needs a checkpoint (--ckpt): the file holds its answers")
+    if args.predictions is not None and not (args.ckpt or args.ensemble):
+        raise UserError(
+            "--predictions needs a checkpoint (--ckpt or --ensemble): the file holds its answers"
+        )
     outputs = [path for path in (args.out, args.predictions) if path is not None]
     if len(outputs) == 2 and Path(args.out).resolve() == Path(args.predictions).resolve():
         raise UserError(f"--out and --predictions are the same file ({args.out}); name two files")
@@ -113,6 +127,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         max_penalty=args.max_penalty,
         window=args.window,
         progress=lambda line: print(line, file=sys.stderr),
+        ensembles=args.ensemble,
     )
     print(f"{args.split}: {report.num_examples} examples of {args.data}\n")
     print(report.markdown())

@@ -2,7 +2,8 @@
 
 Paste an article and a query, see the ranked answers and the attention heatmap (real names
 or markers); with ``--data DIR`` the examples of a processed dataset can be browsed too.
-A JSON API answers programs beside it (``/api/answer``, ``/api/answer_many``,
+``--ensemble CKPT CKPT ...`` serves several readers of one vocabulary as one, answering by
+the mean of their probabilities. A JSON API answers programs beside it (``/api/answer``, ``/api/answer_many``,
 ``/api/health``). Questions are answered off the event loop by ``--workers`` processes, each
 with its own reader (``--pool thread``: one thread sharing the loaded one); ``--queue`` more
 may wait (then 503 with ``Retry-After``), and ``--timeout`` limits each (504). The page is
@@ -18,7 +19,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
-from attentive_reader.commands import add_device_argument
+from attentive_reader.commands import add_device_argument, add_reader_arguments
 from attentive_reader.common.errors import UserError
 from attentive_reader.serve.pool import DEFAULT_QUEUE, DEFAULT_TIMEOUT, cores
 
@@ -36,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="attentive-reader serve",
         description="Serve a local web page to ask a trained reader about any document.",
     )
-    parser.add_argument("--ckpt", required=True, help="reader checkpoint (from 'fit')")
+    add_reader_arguments(parser)
     parser.add_argument("--data", metavar="DIR", help="a processed dataset to browse")
     parser.add_argument(
         "--host",
@@ -105,7 +106,7 @@ def main(argv: list[str]) -> int:
     from attentive_reader.api import Reader
 
     reader = Reader.load(
-        args.ckpt,
+        args.ckpt or args.ensemble,
         spacy_model=args.spacy_model,
         device=args.device,
         warn=lambda message: print(f"warning: {message}", file=sys.stderr),
@@ -123,7 +124,9 @@ def main(argv: list[str]) -> int:
                 file=sys.stderr,
             )
         host = f"[{args.host}]" if ":" in args.host else args.host
-        print(f"serving {args.ckpt} on http://{host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
+        print(
+            f"serving {reader.path} on http://{host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr
+        )
         config = uvicorn.Config(
             app,
             host=args.host,
@@ -193,7 +196,8 @@ def _pool(args: argparse.Namespace, reader: Reader) -> AnswerPool:
 
         torch.set_num_threads(1)  # one question at a time: more threads only wait (see docs)
         return AnswerPool.threads(reader, queue=args.queue, timeout=args.timeout)
-    source = ReaderSource(str(args.ckpt), args.spacy_model, args.device)
+    ckpt = str(args.ckpt) if args.ckpt else tuple(str(path) for path in args.ensemble)
+    source = ReaderSource(ckpt, args.spacy_model, args.device)
     return AnswerPool.processes(
         source, workers=args.workers, queue=args.queue, timeout=args.timeout
     )

@@ -1,10 +1,13 @@
 """The checkpoints an evaluation reads: each file read once, its reader's answer to every
 example of the split in stored order, and what the report records of it (``CheckpointInfo``).
+An ensemble (``--ensemble``) is one more system: its members' checkpoints, each read once,
+checked to read alike (``eval/ensemble.py``), answering by the mean of their probabilities.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,8 +20,11 @@ from attentive_reader.corpus.records import ClozeExample, Split
 from attentive_reader.eval.predictions_file import PredictionLine, prediction_line
 
 if TYPE_CHECKING:
+    from attentive_reader.data.datamodule import ClozeDataModule
     from attentive_reader.data.entity_block import EntityFit
     from attentive_reader.eval.inference import LoadedCheckpoint
+    from attentive_reader.models.base import ClozeReader
+    from attentive_reader.models.ensemble import Ensemble
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,11 @@ class CheckpointInfo:
         relabelled: the examples that numbered entities beyond the block, read fitted into
             it (``data/entity_block.py``).
         unanswerable: those of them whose answer the block left out (counted wrong).
+        members: an ensemble's checkpoints, each as a single one is recorded (their
+            ``seconds`` are 0: the ensemble's time is its own); empty for one checkpoint.
+            An ensemble's ``path`` joins its members' with `` + ``, its ``sha256`` is the
+            SHA-256 of their hashes in order, its ``reader`` the ``Ensemble`` class, and its
+            ``hyper_parameters`` and ``optimizer`` are empty.
     """
 
     name: str
@@ -52,6 +63,7 @@ class CheckpointInfo:
     num_entities: int = 0
     relabelled: int = 0
     unanswerable: int = 0
+    members: tuple[CheckpointInfo, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,11 +78,14 @@ class CheckpointInfo:
             "num_entities": self.num_entities,
             "relabelled": self.relabelled,
             "unanswerable": self.unanswerable,
+            "members": [member.to_json() for member in self.members],
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CheckpointInfo:
-        return cls(**{key: data[key] for key in cls.__dataclass_fields__ if key in data})
+        fields = {key: data[key] for key in cls.__dataclass_fields__ if key in data}
+        fields["members"] = tuple(cls.from_json(m) for m in data.get("members") or ())
+        return cls(**fields)
 
 
 def read_checkpoints(
@@ -82,28 +97,48 @@ def read_checkpoints(
     device: str,
     taken: set[str],
     progress: Callable[[str], None] | None,
+    ensembles: Sequence[Sequence[str | Path]] = (),
 ) -> tuple[dict[str, tuple[PredictionLine, ...]], list[CheckpointInfo]]:
-    """Each checkpoint's lines (by its unique name; ``taken``: names already used) and infos."""
+    """Each checkpoint's and then each ensemble's lines (by its unique name; ``taken``: names
+    already used) and infos.
+
+    Raises:
+        UserError: a bad checkpoint, or an ensemble whose members read differently.
+    """
     lines: dict[str, tuple[PredictionLine, ...]] = {}
     infos: list[CheckpointInfo] = []
-    if not checkpoints:
+    if not checkpoints and not ensembles:
         return lines, infos
-    from attentive_reader.eval.inference import resolve_device
+    from attentive_reader.eval.inference import load_checkpoint, resolve_device
 
     resolved = resolve_device(device)
     for ckpt in checkpoints:
         if progress is not None:
             progress(f"evaluating {ckpt} on {len(examples)} examples ({resolved})")
         name = _unique_name(str(ckpt), taken)
-        lines[name], info = _model_predictions(
-            ckpt, name, data, split, examples, batch_size, resolved
+        loaded = load_checkpoint(ckpt, data, resolved)  # the file is read here, once
+        lines[name], read = _read_split(
+            loaded.reader, loaded.datamodule, str(ckpt), name, data, split, examples, batch_size
+        )
+        infos.append(dataclasses.replace(_checkpoint_info(loaded, name, str(ckpt)), **read))
+    for members in ensembles:
+        name = _unique_name(ensemble_name(members), taken)
+        if progress is not None:
+            progress(f"evaluating {name} on {len(examples)} examples ({resolved})")
+        lines[name], info = _ensemble_predictions(
+            members, name, data, split, examples, batch_size, resolved
         )
         infos.append(info)
     return lines, infos
 
 
-def _model_predictions(
-    ckpt: str | Path,
+def ensemble_name(members: Sequence[str | Path]) -> str:
+    """An ensemble's name in the tables: ``ensemble(a.ckpt, b.ckpt)``, its members as given."""
+    return f"ensemble({', '.join(str(member) for member in members)})"
+
+
+def _ensemble_predictions(
+    members: Sequence[str | Path],
     name: str,
     data: Path,
     split: Split,
@@ -111,7 +146,54 @@ def _model_predictions(
     batch_size: int,
     device: Any,
 ) -> tuple[tuple[PredictionLine, ...], CheckpointInfo]:
-    """One checkpoint's line for every example, in stored order, and what the report records.
+    """An ensemble's line for every example, in stored order, and what the report records.
+
+    Raises:
+        UserError: a bad member, or members that read differently (``check_members``).
+    """
+    from attentive_reader.eval.ensemble import MemberData, check_members
+    from attentive_reader.eval.inference import load_checkpoint
+    from attentive_reader.models.ensemble import Ensemble
+
+    if not members:
+        raise UserError("--ensemble needs at least one checkpoint")
+    loaded = [load_checkpoint(member, data, device) for member in members]  # each read once
+    check_members([MemberData.of_loaded(one, path) for one, path in zip(loaded, members)])
+    ensemble = Ensemble([one.reader for one in loaded])
+    predictions, read = _read_split(
+        ensemble, loaded[0].datamodule, name, name, data, split, examples, batch_size
+    )
+    member_infos = tuple(
+        _checkpoint_info(one, str(path), str(path)) for one, path in zip(loaded, members)
+    )
+    info = CheckpointInfo(
+        name=name,
+        path=" + ".join(str(member) for member in members),
+        sha256=hashlib.sha256("".join(m.sha256 for m in member_infos).encode()).hexdigest(),
+        reader=f"{Ensemble.__module__}.{Ensemble.__qualname__}",
+        hyper_parameters={},
+        optimizer={},
+        max_context_tokens=loaded[0].datamodule.max_context_tokens,
+        num_entities=ensemble.num_entities,
+        members=member_infos,
+        **read,
+    )
+    return predictions, info
+
+
+def _read_split(
+    reader: ClozeReader | Ensemble,
+    datamodule: ClozeDataModule,
+    source: str,
+    name: str,
+    data: Path,
+    split: Split,
+    examples: Sequence[ClozeExample],
+    batch_size: int,
+) -> tuple[tuple[PredictionLine, ...], dict[str, Any]]:
+    """A reader's line for every example, in stored order, and the report's counts of the
+    reading (``seconds``, ``relabelled``, ``unanswerable``); ``source`` names the reader in
+    errors, ``name`` in the lines.
 
     An example that numbers entities beyond the reader's block is read fitted into it
     (``data/entity_block.py``); its line names the stored markers.
@@ -120,13 +202,12 @@ def _model_predictions(
         UserError: if the reader's rows are not the examples, each once, in stored order.
     """
     from attentive_reader.data.entity_block import example_fit
-    from attentive_reader.eval.inference import iterate_predictions, load_checkpoint
+    from attentive_reader.eval.inference import iterate_predictions
 
-    loaded = load_checkpoint(ckpt, data, device)  # the file is read here, once
-    reader, datamodule = loaded.reader, loaded.datamodule
     started = time.perf_counter()
     predictions: list[PredictionLine] = []
     fits: list[EntityFit] = []
+    device = next(reader.parameters()).device
     for _, batch_prediction in iterate_predictions(
         reader, datamodule, split, batch_size=batch_size, device=device
     ):
@@ -134,30 +215,28 @@ def _model_predictions(
             position = len(predictions)
             if position >= len(examples) or examples[position].id != record.id:
                 raise UserError(
-                    f"{ckpt}: the reader's data order differs from {data} [{split}] at row "
+                    f"{source}: the reader's data order differs from {data} [{split}] at row "
                     f"{position} (example {record.id}); is it the same dataset?"
                 )
             fits.append(example_fit(examples[position], reader.num_entities))
             predictions.append(prediction_line(name, examples[position], record, fits[-1]))
     if len(predictions) != len(examples):
         raise UserError(
-            f"{ckpt}: {len(predictions)} predictions for {len(examples)} examples of {split}"
+            f"{source}: {len(predictions)} predictions for {len(examples)} examples of {split}"
         )
-    info = _checkpoint_info(loaded, name, str(ckpt), time.perf_counter() - started)
     unanswerable = sum(
         fit.reader_number(entity_index(example.answer)) is None
         for fit, example in zip(fits, examples)
     )
-    info = dataclasses.replace(
-        info, relabelled=sum(fit.relabelled for fit in fits), unanswerable=unanswerable
-    )
-    return tuple(predictions), info
+    return tuple(predictions), {
+        "seconds": round(time.perf_counter() - started, 3),
+        "relabelled": sum(fit.relabelled for fit in fits),
+        "unanswerable": unanswerable,
+    }
 
 
-def _checkpoint_info(
-    loaded: LoadedCheckpoint, name: str, path: str, seconds: float
-) -> CheckpointInfo:
-    """What the report records about a checkpoint (``path``: as given) read in ``seconds``."""
+def _checkpoint_info(loaded: LoadedCheckpoint, name: str, path: str) -> CheckpointInfo:
+    """What the report records about a checkpoint (``path``: as given), before reading."""
     reader = loaded.reader
     return CheckpointInfo(
         name=name,
@@ -173,7 +252,7 @@ def _checkpoint_info(
             **reader.optimizer_options,
         },
         max_context_tokens=loaded.datamodule.max_context_tokens,
-        seconds=round(seconds, 3),
+        seconds=0.0,
         num_entities=reader.num_entities,
     )
 

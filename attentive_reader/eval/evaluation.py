@@ -229,7 +229,9 @@ class Report:
             UserError: if the report holds no checkpoint (baselines only).
         """
         if not self.lines:
-            raise UserError("--predictions needs a checkpoint (--ckpt): the file holds its answers")
+            raise UserError(
+                "--predictions needs a checkpoint (--ckpt or --ensemble): the file holds its answers"
+            )
         return write_predictions(path, (line for lines in self.lines.values() for line in lines))
 
 
@@ -254,12 +256,15 @@ def evaluate(
     max_penalty: int = 8,
     window: int | None = None,
     progress: Callable[[str], None] | None = None,
+    ensembles: Sequence[Sequence[str | Path]] = (),
 ) -> Report:
-    """Evaluate checkpoints (and the paper's baselines) on every example of a split.
+    """Evaluate checkpoints and ensembles (and the paper's baselines) on every example of a
+    split.
 
     Args:
         data: a processed dataset directory.
-        checkpoints: reader checkpoints; none gives a baselines-only report.
+        checkpoints: reader checkpoints, each evaluated on its own; none (and no ensemble)
+            gives a baselines-only report.
         split: ``train``, ``validation`` or ``test``.
         batch_size: examples per forward pass.
         device: ``auto`` (a GPU when there is one), ``cpu``, ``cuda`` or ``cuda:N``.
@@ -269,32 +274,30 @@ def evaluate(
         window: word-distance baseline: count only query words this close to the
             placeholder (``None``: every query word, as in the paper).
         progress: called with a line before each checkpoint is read (e.g. ``print``).
+        ensembles: lists of checkpoints of one vocabulary, each one more system (after the
+            checkpoints) answering by the mean of its readers' probabilities.
 
     Returns:
         The report; ``report.to_json()`` is what ``attentive-reader evaluate --out`` writes.
 
     Raises:
         UserError: for a bad option, a missing checkpoint, a dataset that is not one or
-            an empty split, or a checkpoint whose data order differs from the dataset's.
+            an empty split, a checkpoint whose data order differs from the dataset's, or an
+            ensemble whose checkpoints read differently (``eval/ensemble.py``).
     """
     _check_options(split, batch_size, max_penalty, length_edges, candidate_edges)
+    _check_checkpoints(checkpoints, ensembles)
     data = Path(data)
-    for ckpt in checkpoints:
-        if not Path(ckpt).is_file():
-            raise UserError(f"checkpoint not found: {ckpt}")
     examples = load_examples(data, split)
     if not examples:
         raise UserError(f"{data} [{split}] holds no examples")
-
     started = time.perf_counter()
     baselines = score_baselines(examples, max_penalty=max_penalty, window=window)
     baseline_seconds = round(time.perf_counter() - started, 3)
-
     lines, infos = read_checkpoints(
-        checkpoints, data, split, examples, batch_size, device, set(baselines), progress
+        checkpoints, data, split, examples, batch_size, device, set(baselines), progress, ensembles
     )
     models = {name: tuple(line.prediction for line in rows) for name, rows in lines.items()}
-
     figures = build_report(
         examples,
         models,
@@ -320,6 +323,17 @@ def evaluate(
         },
         lines=lines,
     )
+
+
+def _check_checkpoints(
+    checkpoints: Sequence[str | Path], ensembles: Sequence[Sequence[str | Path]]
+) -> None:
+    """Raise a ``UserError`` naming the first missing checkpoint or empty ensemble."""
+    for ckpt in [*checkpoints, *(member for members in ensembles for member in members)]:
+        if not Path(ckpt).is_file():
+            raise UserError(f"checkpoint not found: {ckpt}")
+    if any(not members for members in ensembles):
+        raise UserError("an ensemble needs at least one checkpoint")
 
 
 def _check_options(

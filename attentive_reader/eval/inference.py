@@ -25,7 +25,9 @@ from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.records import Split
 from attentive_reader.data.batching import ClozeBatch, collate
 from attentive_reader.data.datamodule import ClozeDataModule
+from attentive_reader.data.vocab_sources import datamodule_state
 from attentive_reader.models.base import ClozeReader
+from attentive_reader.models.ensemble import Ensemble
 from attentive_reader.models.loading import reader_from_checkpoint
 from attentive_reader.models.predictions import BatchPrediction
 
@@ -55,12 +57,16 @@ class LoadedCheckpoint:
         reader: the reader, in eval mode, on the device it was loaded to.
         datamodule: the checkpoint's data module (its vocabulary and options) over the
             dataset directory it was loaded with.
+        pipeline: the preprocessing identity of the reader's training data, as the
+            checkpoint records it (``None``: not recorded); ``datamodule.pipeline`` is the
+            evaluated dataset's.
     """
 
     path: Path
     sha256: str
     reader: ClozeReader
     datamodule: ClozeDataModule
+    pipeline: dict | None = None
 
 
 def load_checkpoint(
@@ -88,7 +94,10 @@ def load_checkpoint(
             f"{path}: the reader has {reader.num_entities} entity ids but its stored "
             f"vocabulary has {datamodule.num_entities}; the checkpoint is inconsistent"
         )
-    return LoadedCheckpoint(path, hashlib.sha256(content).hexdigest(), reader, datamodule)
+    state = datamodule_state(checkpoint) or {}
+    return LoadedCheckpoint(
+        path, hashlib.sha256(content).hexdigest(), reader, datamodule, state.get("pipeline")
+    )
 
 
 def load_for_split(
@@ -101,7 +110,7 @@ def load_for_split(
 
 
 def iterate_predictions(
-    reader: ClozeReader,
+    reader: ClozeReader | Ensemble,
     datamodule: ClozeDataModule,
     split: Split,
     *,
@@ -112,7 +121,7 @@ def iterate_predictions(
     """``(batch, reader.predict_step(batch))`` over ``split`` in stored order.
 
     Args:
-        reader: the reader, in eval mode.
+        reader: the reader (or an ensemble of readers), in eval mode.
         datamodule: gives the encoded split (its vocabulary; examples that number entities
             beyond the block fitted into it, ``data/entity_block.py``; never permuted).
         split: the split to read.

@@ -19,9 +19,10 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from attentive_reader.common.checks import check_positive
 from attentive_reader.common.errors import UserError
+from attentive_reader.common.markers import is_entity_marker
 from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.entity_block import UNANSWERABLE
-from attentive_reader.data.vocab import Vocabulary
+from attentive_reader.data.vocab import SPECIAL_TOKENS, Vocabulary
 from attentive_reader.models.output import ReaderOutput
 from attentive_reader.models.predictions import BatchPrediction
 from attentive_reader.models.provenance import PROVENANCE_KEY, training_record
@@ -39,9 +40,9 @@ from attentive_reader.nn.answer import (
     build_answer_head,
     check_answer_layer,
 )
-from attentive_reader.nn.encoders import load_word_vectors
 from attentive_reader.nn.features import query_match as query_match_features
 from attentive_reader.nn.masking import mask_logits
+from attentive_reader.nn.word_vectors import load_word_vectors
 
 OptimizerName = Literal["sgd", "adam", "rmsprop"]
 OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
@@ -84,9 +85,13 @@ class ClozeReader(pl.LightningModule):
         query_match: append to every token's embedding one bit saying whether the token also
             occurs on the other side (context token in the query, query token in the
             context; ``nn/features.py``), so encoders get ``d + 1`` inputs (``input_dim``).
-        word_vectors: optional GloVe-format text file; its vectors initialise the embeddings
-            of matching vocabulary words when ``fit`` starts (the vocabulary comes from the
-            trainer's data module, see :meth:`load_word_vectors`).
+        word_vectors: optional text file of pretrained word vectors (GloVe, or word2vec /
+            fastText text format, ``nn/word_vectors.py``) of ``embedding_dim`` values each;
+            they initialise the embeddings of matching vocabulary words when a new ``fit``
+            starts (the vocabulary comes from the trainer's data module, see
+            :meth:`load_word_vectors`). Entity markers, ``@placeholder`` and the special
+            tokens keep their own embeddings. A resumed ``fit`` (``ckpt_path``), evaluation
+            and answering read the checkpoint's weights and never open the file.
         optimizer: ``sgd``, ``adam`` or ``rmsprop``.
         lr: its learning rate; ``None`` means 0.1 for SGD (Chen et al.), 1e-3 for Adam,
             1e-4 for RMSProp.
@@ -272,34 +277,42 @@ class ClozeReader(pl.LightningModule):
         return mask_logits(scores, batch.candidates if candidates is None else candidates)
 
     def load_word_vectors(self, vocab_tokens: list[str]) -> int:
-        """Initialise ``self.embedding`` from ``self.word_vectors`` (see ``nn.encoders``).
+        """Initialise ``self.embedding`` from ``self.word_vectors`` (``nn/word_vectors.py``)
+        and say in one log line how many vocabulary words the file had.
 
         Args:
             vocab_tokens: the token of each id, in id order.
 
         Returns:
             The number of embedding rows that received a vector.
+
+        Raises:
+            UserError: a missing or unreadable file, or vectors of another size than
+                ``embedding_dim``.
         """
         if self.word_vectors is None:
             return 0
-        found = load_word_vectors(self.word_vectors, vocab_tokens, self.embedding)
+        found = load_word_vectors(
+            self.word_vectors, vocab_tokens, self.embedding, keep=SPECIAL_TOKENS
+        )
+        words = sum(t not in SPECIAL_TOKENS and not is_entity_marker(t) for t in vocab_tokens)
         rank_zero_info(
-            f"word vectors: {found} of {len(vocab_tokens)} vocabulary tokens found in "
-            f"{self.word_vectors}"
+            f"word vectors: {found} of {words} vocabulary words found in {self.word_vectors} "
+            "(entity markers, @placeholder and the special tokens keep their own embeddings)"
         )
         return found
 
     # --- Lightning hooks -----------------------------------------------------------------
 
-    def setup(self, stage: str) -> None:
-        """At the start of ``fit``, load word vectors using the data module's vocabulary.
+    def on_fit_start(self) -> None:
+        """When a new ``fit`` starts, load the word vectors for the data module's vocabulary.
 
-        When resuming from a checkpoint, the checkpoint's weights replace them afterwards.
+        A resumed ``fit`` (``ckpt_path``) keeps the checkpoint's embeddings and never opens
+        the file (Lightning has restored the weights before this hook).
         """
-        if stage != "fit" or self.word_vectors is None:
+        if self.word_vectors is None or self.trainer.ckpt_path is not None:
             return
-        datamodule = getattr(self.trainer, "datamodule", None) if self._trainer else None
-        vocab = getattr(datamodule, "vocab", None)
+        vocab = getattr(self.trainer.datamodule, "vocab", None)
         if vocab is None:
             raise ValueError(
                 "word_vectors needs the vocabulary: train with a data module that has a "

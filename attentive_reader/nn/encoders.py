@@ -1,4 +1,4 @@
-"""Recurrent sequence encoders over embeddings, and GloVe-format word-vector loading.
+"""Recurrent sequence encoders over embeddings.
 
 Letters: ``b`` batch, ``n`` sequence length, ``d`` input (embedding) size, ``h`` hidden size
 per direction.
@@ -6,8 +6,6 @@ per direction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Literal
 
 import torch
@@ -165,88 +163,3 @@ def _reverse_index(lengths: Tensor, n: int) -> Tensor:
 def _gather_time(values: Tensor, index: Tensor) -> Tensor:
     """``values[i, index[i, t]]`` for every ``i, t``: (b, n, c) by (b, n, 1) -> (b, n, c)."""
     return torch.gather(values, 1, index.expand(-1, -1, values.shape[-1]))
-
-
-def load_word_vectors(
-    path: str | Path, vocab_tokens: Sequence[str], embedding: nn.Embedding
-) -> int:
-    """Copy pretrained word vectors from a GloVe-format text file into ``embedding``.
-
-    File format: one word per line, ``word v1 v2 ... vd`` separated by single spaces (GloVe,
-    and word2vec/fastText ``.vec`` text files, whose optional ``count dim`` header line is
-    skipped). Every vector must have ``d == embedding.embedding_dim`` values. UTF-8.
-
-    Token ``i`` of ``vocab_tokens`` (row ``i`` of the embedding) takes the vector of the same
-    word, or, when the file has no such word, of its lower-cased form. Rows whose token is in
-    neither form, and the embedding's ``padding_idx`` row, keep their values.
-
-    Args:
-        path: the vector file.
-        vocab_tokens: the token of each embedding row, in id order.
-        embedding: the layer to fill; modified in place.
-
-    Returns:
-        The number of rows that received a vector.
-
-    Raises:
-        ValueError: a line with the wrong number of values, a non-number, bad UTF-8, or more
-            tokens than embedding rows; the message names the file and line.
-    """
-    path = Path(path)
-    if len(vocab_tokens) > embedding.num_embeddings:
-        raise ValueError(
-            f"{len(vocab_tokens)} vocabulary tokens but the embedding has only "
-            f"{embedding.num_embeddings} rows"
-        )
-    dim = embedding.embedding_dim
-    wanted = set(vocab_tokens) | {token.lower() for token in vocab_tokens}
-    vectors: dict[str, list[float]] = {}
-    with path.open("rb") as handle:
-        for line_number, raw in enumerate(handle, start=1):
-            where = f"{path}, line {line_number}"
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as error:
-                raise ValueError(f"{where}: not UTF-8 ({error}); re-encode the file") from None
-            if not line.strip():
-                continue
-            fields = line.rstrip(" ").split(" ")
-            if line_number == 1 and len(fields) == 2 and all(f.isdigit() for f in fields):
-                continue  # word2vec/fastText header: "count dim"
-            if len(fields) - 1 != dim and not _is_spaced_word(fields, dim):
-                raise ValueError(
-                    f"{where}: {len(fields) - 1} values but the embedding size is {dim}; "
-                    "set embedding_dim to the file's vector size or use a matching file"
-                )
-            word = " ".join(fields[:-dim])
-            if word not in wanted or word in vectors:
-                continue
-            try:
-                vectors[word] = [float(value) for value in fields[-dim:]]
-            except ValueError:
-                raise ValueError(f"{where}: a value of {word!r} is not a number") from None
-    found = 0
-    with torch.no_grad():
-        for index, token in enumerate(vocab_tokens):
-            if index == embedding.padding_idx:
-                continue
-            vector = vectors.get(token, vectors.get(token.lower()))
-            if vector is not None:
-                embedding.weight[index] = torch.tensor(vector, dtype=embedding.weight.dtype)
-                found += 1
-    return found
-
-
-def _is_spaced_word(fields: list[str], dim: int) -> bool:
-    """True for a line whose word itself contains spaces (a few exist in GloVe 840B).
-
-    Such a line has more than ``dim + 1`` fields and its second field is not a number; a line
-    of a file with larger vectors has a number there.
-    """
-    if len(fields) <= dim + 1:
-        return False
-    try:
-        float(fields[1])
-    except ValueError:
-        return True
-    return False

@@ -17,16 +17,23 @@ if TYPE_CHECKING:
 
 
 def model_info(reader: Reader) -> dict[str, Any]:
-    """The served reader: ``model`` (the checkpoint's file name), ``reader`` (its class),
-    ``provenance`` (what it was trained on, without folders: ``models/provenance.py``),
-    ``caution`` (the one-line warning about that, or ``None``), ``pipeline`` (the spaCy
-    pipeline's name and version), ``version`` (the toolkit's)."""
+    """The served reader: ``model`` (the checkpoint's file name; an ensemble's: its members'
+    joined with `` + ``), ``reader`` (its class; an ensemble's: ``Ensemble`` and its members'
+    classes), ``provenance`` (what it was trained on, without folders:
+    ``models/provenance.py``), ``caution`` (the one-line warning about that, or ``None``),
+    ``pipeline`` (the spaCy pipeline's name and version), ``version`` (the toolkit's)."""
+    from attentive_reader.models.ensemble import Ensemble
+
     pipeline = pipeline_info(reader.nlp)
+    paths = [path for path, _ in reader.members] or [reader.path]
+    classes = ""
+    if isinstance(reader.model, Ensemble):
+        classes = f" of {', '.join(type(member).__name__ for member in reader.model.members)}"
     return {
-        "model": Path(reader.path).name,
-        "reader": type(reader.model).__name__,
-        "provenance": reader.provenance.describe(folder=False),
-        "caution": reader.provenance.warning(),
+        "model": " + ".join(Path(path).name for path in paths),
+        "reader": type(reader.model).__name__ + classes,
+        "provenance": reader.describe(folder=False),
+        "caution": reader.caution(),
         "pipeline": {"name": pipeline["name"], "version": pipeline["version"]},
         "version": __version__,
     }

@@ -46,13 +46,13 @@ class ReaderSource:
     """How a worker process loads its own reader: the arguments of ``Reader.load``.
 
     Attributes:
-        ckpt: the reader checkpoint.
+        ckpt: the reader checkpoint, or an ensemble's checkpoints.
         spacy_model: a spaCy pipeline instead of the recorded one.
         device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
         batch_size: examples per forward pass in ``answer_many``.
     """
 
-    ckpt: str
+    ckpt: str | tuple[str, ...]
     spacy_model: str | None = None
     device: str = "cpu"
     batch_size: int = 32

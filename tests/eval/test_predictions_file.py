@@ -79,7 +79,7 @@ def test_predictions_errors_are_one_line_and_a_full_disk_leaves_no_file(
 
     data, path = str(toy_run.data), tmp_path / "p.jsonl"
     assert cli(["evaluate", "--data", data, "--predictions", str(path)]) == 2
-    assert "--predictions needs a checkpoint (--ckpt)" in capsys.readouterr().err
+    assert "--predictions needs a checkpoint (--ckpt or --ensemble)" in capsys.readouterr().err
     argv = ["evaluate", "--ckpt", str(toy_run.attentive), "--data", data]
     assert cli([*argv, "--predictions", str(path), "--out", str(path)]) == 2
     assert "are the same file" in capsys.readouterr().err

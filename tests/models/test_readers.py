@@ -213,8 +213,10 @@ def test_word_vectors_need_a_vocabulary(tmp_path):
     reader = AttentiveReader(
         vocab_size=5, num_entities=2, embedding_dim=3, hidden_dim=4, word_vectors=str(path)
     )
+    batch = make_batch([[3, 4]], [[4, 2]], [0], num_entities=2)
+    trainer = quiet_trainer(fast_dev_run=1, default_root_dir=tmp_path)
     with pytest.raises(ValueError, match="word_vectors needs the vocabulary"):
-        reader.setup("fit")
+        trainer.fit(reader, DataLoader([batch], batch_size=None))
 
 
 def test_bf16_autocast_forward_and_backward():

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from attentive_reader.nn.encoders import SequenceEncoder, load_word_vectors, set_forget_bias
+from attentive_reader.nn.encoders import SequenceEncoder, set_forget_bias
 
 
 def padded(lengths, dim=3, seed=0):
@@ -99,47 +99,6 @@ def test_encoder_validates_arguments():
         SequenceEncoder(3, 4, rnn="transformer")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="dropout"):
         SequenceEncoder(3, 4, dropout=1.5)
-
-
-def test_load_word_vectors(tmp_path):
-    path = tmp_path / "vectors.txt"
-    path.write_text("the 1 2 3\ncat 4 5 6\nbird 7 8 9\n", encoding="utf-8")
-    embedding = nn.Embedding(5, 3, padding_idx=0)
-    nn.init.zeros_(embedding.weight)
-    tokens = ["<pad>", "<unk>", "the", "Cat", "dog"]
-    assert load_word_vectors(path, tokens, embedding) == 2
-    weight = embedding.weight.detach()
-    assert torch.equal(weight[2], torch.tensor([1.0, 2.0, 3.0]))
-    assert torch.equal(weight[3], torch.tensor([4.0, 5.0, 6.0]))  # lower-cased fallback
-    assert torch.equal(weight[4], torch.zeros(3))  # not in the file: unchanged
-    assert torch.equal(weight[0], torch.zeros(3))  # padding untouched
-
-
-def test_load_word_vectors_header_and_spaced_words(tmp_path):
-    path = tmp_path / "vectors.vec"
-    path.write_text("2 2\n. . . 1 2\nthe 3 4\n", encoding="utf-8")
-    embedding = nn.Embedding(3, 2)
-    assert load_word_vectors(path, ["<pad>", ". . .", "the"], embedding) == 2
-    assert torch.equal(embedding.weight[1].detach(), torch.tensor([1.0, 2.0]))
-
-
-def test_load_word_vectors_dimension_mismatch_names_file_and_line(tmp_path):
-    path = tmp_path / "vectors.txt"
-    path.write_text("the 1 2 3\ncat 4 5\n", encoding="utf-8")
-    with pytest.raises(
-        ValueError, match=r"vectors\.txt, line 2: 2 values but the embedding size is 3"
-    ):
-        load_word_vectors(path, ["the", "cat"], nn.Embedding(2, 3))
-    path.write_text("the 1 2 3 4\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"line 1: 4 values"):
-        load_word_vectors(path, ["the"], nn.Embedding(2, 3))
-
-
-def test_load_word_vectors_bad_number(tmp_path):
-    path = tmp_path / "vectors.txt"
-    path.write_text("the 1 x 3\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="line 1: a value of 'the' is not a number"):
-        load_word_vectors(path, ["the"], nn.Embedding(2, 3))
 
 
 def packed_reference(encoder: SequenceEncoder, rnn: str, inputs, mask):

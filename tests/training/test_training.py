@@ -345,3 +345,28 @@ def test_every_real_news_config_has_its_reader_early_stopping_and_its_own_logs()
         assert speedups["class_path"] == "attentive_reader.cpu_speedups.CpuSpeedups", config
         logger = settings["trainer"]["logger"]["init_args"]
         assert (logger["save_dir"], logger["name"]) == ("runs/real_news", config.stem), config
+
+
+def test_every_large_batch_config_is_its_real_news_config_at_batch_256_with_the_rate_scaled():
+    """configs/large_batch/NAME.yaml: configs/real_news/NAME.yaml with batch 256, the rate
+    scaled by sqrt(256 / batch), more epochs and patience, and its own logs; nothing else."""
+    folder = ROOT / "configs" / "large_batch"
+    names = sorted(c.stem for c in folder.glob("*.yaml"))
+    assert names == ["attentive_reader", "gated_attention_reader"]
+    for name in names:
+        large = yaml.safe_load((folder / f"{name}.yaml").read_text())
+        small = yaml.safe_load((ROOT / "configs" / "real_news" / f"{name}.yaml").read_text())
+        assert large["data"].pop("batch_size") == 256
+        scale = (256 / small["data"].pop("batch_size")) ** 0.5
+        assert large["data"] == small["data"], name
+        lr = large["model"]["init_args"].pop("lr")
+        assert lr == pytest.approx(small["model"]["init_args"].pop("lr") * scale, rel=0.005), name
+        assert large["model"] == small["model"], name
+        trainer, before = large["trainer"], small["trainer"]
+        assert trainer.pop("max_epochs") > before.pop("max_epochs")
+        (stopping, _), (stopped, _) = trainer["callbacks"], before["callbacks"]
+        assert stopping["init_args"].pop("patience") > stopped["init_args"].pop("patience")
+        assert trainer.pop("logger")["init_args"] == {"save_dir": "runs/large_batch", "name": name}
+        before.pop("logger")
+        assert trainer == before, name
+        assert large["checkpoint"] == small["checkpoint"], name
