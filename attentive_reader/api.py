@@ -43,18 +43,12 @@ import torch
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from attentive_reader.api_prepare import (
-    ParsedQuery,
-    cloze_example,
-    cut_document,
-    document_text,
-    load_nlp,
-    parse_query,
-)
+from attentive_reader.api_prepare import cloze_example, cut_document, document_text, load_nlp
 from attentive_reader.common.checkpoint_file import read_checkpoint
 from attentive_reader.common.checks import check_positive
 from attentive_reader.common.errors import UserError
 from attentive_reader.common.markers import PLACEHOLDER, entity_index
+from attentive_reader.common.query import ParsedQuery, parse_query
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
 from attentive_reader.corpus.records import ClozeExample

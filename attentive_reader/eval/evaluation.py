@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attentive_reader.common.checkpoint_file import check_checkpoint_file
 from attentive_reader.common.checks import check_positive_options
 from attentive_reader.common.errors import UserError
 from attentive_reader.common.fileio import write_json_atomic
@@ -280,8 +281,7 @@ def evaluate(
     _check_options(split, batch_size, max_penalty, length_edges, candidate_edges)
     data = Path(data)
     for ckpt in checkpoints:
-        if not Path(ckpt).is_file():
-            raise UserError(f"checkpoint not found: {ckpt}")
+        check_checkpoint_file(ckpt)
     examples = load_examples(data, split)
     if not examples:
         raise UserError(f"{data} [{split}] holds no examples")

@@ -19,13 +19,17 @@ from attentive_reader.viz.render import render
 from attentive_reader.viz.tokens import TokenView, context_views, query_views, shading
 
 
-def render_html(ex: HeatmapExample, *, scale: Scale = "linear", clip: float = 10.0) -> str:
+def render_html(
+    ex: HeatmapExample, *, scale: Scale = "linear", clip: float = 10.0, caution: str | None = None
+) -> str:
     """One self-contained HTML page for one example.
 
     Args:
         ex: the example.
         scale: ``"linear"`` or ``"normalized"`` (see ``intensities``).
         clip: the full-colour multiple of the uniform weight on the normalized scale.
+        caution: a warning shown above the answer (``Provenance.warning()``: a reader whose
+            answers deserve no trust), or ``None``.
 
     Returns:
         The page: inline CSS only, no script, no external reference, every text escaped.
@@ -43,6 +47,7 @@ def render_html(ex: HeatmapExample, *, scale: Scale = "linear", clip: float = 10
         "heatmap.html",
         title=f"attention: {ex.id}",
         ex=ex,
+        caution=caution,
         legend=legend,
         query=query_views(ex, names=False),
         context=context_views(ex, alphas, names=False),
