@@ -117,7 +117,8 @@ def _hops(ex: HeatmapExample) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class IndexEntry:
-    """One line of ``index.html``: an example and the file names of its outputs."""
+    """One line of ``index.html``: an example and the file names of its outputs; the
+    prediction's and the gold answer's real names when the entity map has them."""
 
     id: str
     page: str
@@ -128,6 +129,8 @@ class IndexEntry:
     gold_probability: float | None
     png: str | None = None
     sidecar: str | None = None
+    prediction_name: str | None = None
+    answer_name: str | None = None
 
 
 def render_index(entries: Sequence[IndexEntry], *, title: str = "Attention heatmaps") -> str:
