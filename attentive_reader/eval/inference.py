@@ -41,7 +41,10 @@ def resolve_device(device: DeviceName | str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise UserError(f"--device {device}: no CUDA device is available; use --device cpu")
+        raise UserError(
+            f"--device {device}: no CUDA device is available; drop --device {device} (the "
+            "default, auto, takes a GPU when there is one and the CPU here)"
+        )
     return torch.device(device)
 
 
