@@ -104,7 +104,7 @@ class ReaderCLI(LightningCLI):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("parser_class", ReaderArgumentParser)
-        # A usage line that fits a screen (the parser's own lists every option: 70 lines).
+        # A usage line that fits a screen (the parser's own lists every option).
         kwargs.setdefault(
             "parser_kwargs", {name: {"usage": SUBCOMMAND_USAGE} for name in SUBCOMMANDS}
         )
