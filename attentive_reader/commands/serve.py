@@ -8,6 +8,8 @@ with its own reader (``--pool thread``: one thread sharing the loaded one); ``--
 may wait (then 503 with ``Retry-After``), and ``--timeout`` limits each (504). The page is
 built by ``attentive_reader.serve.app.create_app`` and served by uvicorn on ``127.0.0.1``
 unless ``--host`` says otherwise. SIGTERM stops it as Ctrl-C does, its workers with it.
+Every argument (the checkpoint, ``--data``, and whether ``--host``/``--port`` can be bound) is
+checked before the reader loads and the workers start, each mistake in one line.
 """
 
 from __future__ import annotations
