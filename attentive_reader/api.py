@@ -48,18 +48,12 @@ import torch
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from attentive_reader.api_prepare import (
-    ParsedQuery,
-    cloze_example,
-    cut_document,
-    document_text,
-    load_nlp,
-    parse_query,
-)
+from attentive_reader.api_prepare import cloze_example, cut_document, document_text, load_nlp
 from attentive_reader.common.checkpoint_file import read_checkpoint
 from attentive_reader.common.checks import check_positive
 from attentive_reader.common.errors import UserError
 from attentive_reader.common.markers import PLACEHOLDER, entity_index
+from attentive_reader.common.query import ParsedQuery, parse_query
 from attentive_reader.corpus.cloze import ClozeOptions
 from attentive_reader.corpus.entities import DEFAULT_LABELS
 from attentive_reader.corpus.records import ClozeExample
@@ -333,14 +327,19 @@ class Reader:
         ]
         return " | ".join(warned) or None
 
-    def provenance_json(self) -> dict[str, Any]:
+    def provenance_json(self, folder: bool = True) -> dict[str, Any]:
         """What the reader was trained on, as JSON (``Provenance.to_json``); an ensemble's:
-        ``{"ensemble": [{"checkpoint": path, ...its member's record}, ...]}``."""
+        ``{"ensemble": [{"checkpoint": path, ...its member's record}, ...]}``.
+
+        Args:
+            folder: whole folders; ``False``: the last part only (what a server sends).
+        """
         if not self.members:
-            return self.provenance.to_json()
+            return self.provenance.to_json(folder)
         return {
             "ensemble": [
-                {"checkpoint": path, **provenance.to_json()} for path, provenance in self.members
+                {"checkpoint": path if folder else Path(path).name, **provenance.to_json(folder)}
+                for path, provenance in self.members
             ]
         }
 

@@ -1,7 +1,7 @@
 """Preparing a document and a query for a reader, as the training data was prepared.
 
-The document/query side of ``attentive_reader.api``: ``parse_query`` finds the query's one
-blank (``BLANK``: ``@placeholder``, ``___`` or ``XXX``), ``document_text`` normalizes the
+The document/query side of ``attentive_reader.api`` (the query's one blank is found by
+``common.query.parse_query``, which loads nothing): ``document_text`` normalizes the
 article as preprocessing does and drops a ``.story`` text's highlights, ``cut_document``
 cuts the article to the training data's context cap and ``cloze_example`` anonymizes the
 document and the query with ``corpus.cloze.make_examples`` (the query passed as a highlight,
@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import spacy
@@ -24,6 +23,7 @@ from spacy.tokens import Doc
 
 from attentive_reader.common.errors import UserError
 from attentive_reader.common.markers import PLACEHOLDER
+from attentive_reader.common.query import ParsedQuery
 from attentive_reader.corpus.anonymize import EntitySpan, anonymize
 from attentive_reader.corpus.article import normalize_article
 from attentive_reader.corpus.cloze import ClozeOptions, count_tokens, make_examples
@@ -32,8 +32,6 @@ from attentive_reader.corpus.pipeline import load_pipeline, pipeline_info
 from attentive_reader.corpus.records import ClozeExample, Skip, Story
 from attentive_reader.corpus.sources import parse_story
 
-# How a query may write its one blank: the DeepMind marker, three or more underscores, XXX.
-BLANK = re.compile(rf"{PLACEHOLDER}|_{{3,}}|\bXXX\b")
 # The blank's token while the query goes through make_examples: never in tokenized text
 # (a NUL byte cannot be typed into a query; ``parse_query`` refuses one).
 _SENTINEL = "\x00blank\x00"
@@ -41,58 +39,6 @@ _SENTINEL = "\x00blank\x00"
 
 class PipelineWarning(UserWarning):
     """The installed spaCy pipeline or the options differ from the training data's."""
-
-
-@dataclass(frozen=True)
-class ParsedQuery:
-    """A query split at its one blank.
-
-    Attributes:
-        text: the query as given.
-        before: the text before the blank.
-        after: the text after it.
-    """
-
-    text: str
-    before: str
-    after: str
-
-    def filled(self, name: str) -> str:
-        """The query with ``name`` in the blank."""
-        return f"{self.before}{name}{self.after}"
-
-
-def parse_query(query: str) -> ParsedQuery:
-    """Find the one blank (``@placeholder``, ``___`` or ``XXX``) of a query.
-
-    Raises:
-        UserError: no blank, more than one, or an empty query.
-    """
-    if not isinstance(query, str) or not query.strip():
-        raise UserError(
-            "the query is empty: write a sentence with one blank (@placeholder)",
-            code="empty_query",
-        )
-    if "\x00" in query:
-        raise UserError("the query holds a NUL character; remove it", code="nul_character")
-    blanks = list(BLANK.finditer(query))
-    if not blanks:
-        raise UserError(
-            f"the query {_short(query)!r} has no blank: write @placeholder (or ___ or XXX) "
-            "where the answer goes",
-            code="no_blank",
-        )
-    if len(blanks) > 1:
-        shown = ", ".join(repr(b.group()) for b in blanks[:3]) + (
-            ", ..." if len(blanks) > 3 else ""
-        )
-        raise UserError(
-            f"the query {_short(query)!r} has {len(blanks)} blanks ({shown}); a cloze query "
-            "has exactly one",
-            code="many_blanks",
-        )
-    blank = blanks[0]
-    return ParsedQuery(query, query[: blank.start()], query[blank.end() :])
 
 
 def document_text(document: str) -> str:
@@ -112,10 +58,6 @@ def document_text(document: str) -> str:
             raise UserError(f"the document is a .story text with {story.detail}", code="bad_story")
         return story.article
     return normalize_article(document)
-
-
-def _short(text: str, size: int = 60) -> str:
-    return text if len(text) <= size else text[: size - 3] + "..."
 
 
 def cut_document(nlp: Language, article: str, cap: int | None) -> tuple[Doc, tuple[str, ...]]:

@@ -100,6 +100,42 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Words a user may reach for, and the command that does it.
+ALIASES = {
+    "train": "fit",
+    "training": "fit",
+    "eval": "evaluate",
+    "evaluation": "evaluate",
+    "report": "evaluate",
+    "preprocessing": "preprocess",
+    "prepare": "preprocess",
+    "server": "serve",
+    "web": "serve",
+    "ask": "answer",
+    "heatmaps": "heatmap",
+    "config": "configs",
+    "curve": "curves",
+    "generate": "synth",
+}
+
+
+def unknown_command(name: str) -> str:
+    """The one line for a command that does not exist: the closest ones, and where the list is."""
+    import difflib
+
+    known = [command for command in COMMANDS if importlib.util.find_spec(COMMANDS[command][0])]
+    words = {**{command: command for command in known}, **ALIASES}
+    close = difflib.get_close_matches(name.lower(), list(words), n=3, cutoff=0.7)
+    guesses = list(dict.fromkeys(words[word] for word in close))
+    if name.lower() in words:  # an alias, or a command in capitals
+        guesses = [words[name.lower()]]
+    hint = "'attentive-reader --help' lists the commands"
+    if not guesses:
+        return f"unknown command {name!r}; {hint}"
+    said = " or ".join(f"'{guess}'" for guess in guesses)
+    return f"unknown command {name!r}; did you mean {said}? ({hint})"
+
+
 def _usage() -> str:
     lines = ["usage: attentive-reader COMMAND [ARGS]", "", "commands:"]
     for name, (module, text) in COMMANDS.items():
@@ -120,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS or importlib.util.find_spec(COMMANDS[name][0]) is None:
-        print(f"attentive-reader: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
+        print(f"attentive-reader: error: {unknown_command(name)}", file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     try:

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from attentive_reader.common.errors import UserError
+from attentive_reader.training.errors import quiet_lightning
 from attentive_reader.training.shipped_configs import (
     config_path,
     configs_dir,
@@ -141,7 +142,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> dict:
         data, model, examples = _preprocess_corpus(options, out, console)
     with step(3, "fit", f"Training {config.stem} for {options.epochs} epochs"):
         cli, checkpoint = _train(options, config, data, out)
-    with step(4, "test", "Testing the best checkpoint"):
+    with step(4, "test", "Testing the best checkpoint"), quiet_lightning():
         tested = cli.trainer.test(cli.model, datamodule=cli.datamodule, ckpt_path=checkpoint)
         test_acc = float(tested[0]["test_acc"]) if tested else float("nan")
     with step(5, "evaluate", "Evaluation report with the paper's baselines"):
@@ -149,6 +150,8 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> dict:
     with step(6, "heatmaps", f"Attention heatmaps for {options.heatmaps} test examples"):
         heatmaps = _heatmaps(options, checkpoint, data, out, console)
     timings["total"] = time.perf_counter() - started
+    logger = cli.trainer.logger
+    metrics = Path(logger.log_dir) / "metrics.csv" if logger is not None else None
 
     summary = {
         "options": asdict(options),
@@ -159,6 +162,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> dict:
         "test_acc": test_acc,
         "systems": _system_accuracies(report),
         "checkpoint": checkpoint,
+        "metrics": str(metrics) if metrics is not None and metrics.is_file() else None,
         "report": str(report_path),
         "heatmaps": str(heatmaps / "index.html"),
         "seconds": {k: round(v, 1) for k, v in timings.items()},
@@ -307,9 +311,17 @@ def _print_summary(summary: dict, console: Console) -> None:
     console.print(f"checkpoint: {summary['checkpoint']}")
     console.print(f"report:     {summary['report']}")
     console.print(f"heatmaps:   {summary['heatmaps']}")
+    if summary["metrics"]:
+        console.print(f"metrics:    {summary['metrics']}")
     console.print(
         "\nGo further:\n"
-        f"  attentive-reader demo --reader impatient_reader --out-dir {out.parent / 'impatient'}\n"
+        + (
+            f"  attentive-reader curves {Path(summary['metrics']).parents[1]} --output "
+            f"{out / 'curve.png'}    # the validation curve\n"
+            if summary["metrics"]
+            else ""
+        )
+        + f"  attentive-reader demo --reader impatient_reader --out-dir {out.parent / 'impatient'}\n"
         "  attentive-reader download cnn --dest corpora    # DeepMind's CNN questions\n"
         "  attentive-reader preprocess corpora/cnn.tgz --output data/cnn\n"
         "  attentive-reader fit --config configs/attentive_reader_paper.yaml --data.path data/cnn\n"

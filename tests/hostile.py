@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from attentive_reader.api_prepare import BLANK
+from attentive_reader.common.query import BLANK
 
 # Few examples, the same ones each run: the suite stays fast and a failure reproduces.
 FEW = settings(

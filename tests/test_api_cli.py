@@ -95,6 +95,28 @@ def test_heatmap_page_escapes_the_document(trained, tmp_path, capsys):
     assert "<script" not in html and ">&lt;</span>" in html
     assert "Susan Kennedy" in html and "With real names" in html
     assert "heatmap written" in capsys.readouterr().err
+    # The reader was trained on the synthetic corpus: the page says so above the answer.
+    caution = html.split('<p class="caution" id="caution">warning: ')[1].split("</p>")[0]
+    assert caution.startswith("this reader was trained on the built-in synthetic corpus")
+    assert html.index('id="caution"') < html.index("prediction")
+
+
+def test_a_trustworthy_readers_heatmap_page_has_no_caution():
+    from attentive_reader.viz.heatmap import HeatmapExample
+    from attentive_reader.viz.html import render_html
+
+    ex = HeatmapExample(
+        id="q",
+        context=("@entity0", "won"),
+        query=("@placeholder", "won"),
+        candidates=("@entity0",),
+        probabilities={"@entity0": 1.0},
+        prediction="@entity0",
+        answer=None,
+        attention=(0.75, 0.25),
+    )
+    assert 'id="caution"' not in render_html(ex)
+    assert 'id="caution">warning: mind the data</p>' in render_html(ex, caution="mind the data")
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attentive_reader.api_prepare import BLANK, document_text, parse_query
+from attentive_reader.api_prepare import document_text
 from attentive_reader.common.errors import UserError
+from attentive_reader.common.query import BLANK, parse_query
 from attentive_reader.corpus.article import normalize_article
 from tests.hostile import (
     DOCUMENT_CODES,

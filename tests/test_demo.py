@@ -1,5 +1,6 @@
 """``attentive-reader demo`` end to end on a small corpus (the full-size run is in the README)."""
 
+import csv
 import json
 
 import pytest
@@ -11,7 +12,7 @@ from attentive_reader.training.shipped_configs import shipped_readers
 
 
 @pytest.mark.slow
-def test_small_demo_runs_end_to_end(tmp_path, monkeypatch):
+def test_small_demo_runs_end_to_end(tmp_path, monkeypatch, capfd, caplog, recwarn):
     monkeypatch.chdir(tmp_path)  # nothing may be written outside out_dir
     out = tmp_path / "demo"
     options = DemoOptions(
@@ -37,6 +38,19 @@ def test_small_demo_runs_end_to_end(tmp_path, monkeypatch):
     assert (out / "heatmaps" / "index.html").is_file()
     assert len(list((out / "heatmaps").glob("*.html"))) == 3  # two pages + the index
     assert summary["checkpoint"].startswith(str(out))
+    # No warning from Lightning's or torch's insides (recwarn shows every warning, those
+    # pytest hides included), in training or in the test step, and no Lightning tip.
+    shown = [str(w.message) for w in recwarn] + [r.getMessage() for r in caplog.records]
+    for noise in ("LeafSpec", "smaller than the logging interval", "Tip"):
+        assert not [line for line in shown if noise in line], noise
+    # The metrics are written, and `curves` draws the run's validation curve from them.
+    assert summary["metrics"] == str(out / "train" / "version_0" / "metrics.csv")
+    capfd.readouterr()
+    assert cli_main(["curves", str(out / "train"), "--output", str(out / "curve.png")]) == 0
+    assert (out / "curve.png").stat().st_size > 0
+    with open(summary["metrics"], encoding="utf-8") as file:
+        (validated,) = [row for row in csv.DictReader(file) if row["val_acc"]]  # one epoch
+    assert f"| train | {float(validated['val_acc']):.3f} |" in capfd.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]
 
     # Running again into the same directory replaces the earlier demo.

@@ -14,8 +14,10 @@ from __future__ import annotations
 import csv
 import json
 import os
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,6 +94,16 @@ TABLE = [
     Mistake("serve-missing-checkpoint", ("serve", "--ckpt", "{tmp}/nope.ckpt"), "not found"),
     Mistake("serve-ensemble-and-ckpt", ("serve", "--ckpt", "{ckpt}", "--ensemble", "{ckpt}"), "not allowed with argument"),
     Mistake("demo-unknown-reader", ("demo", "--reader", "nope"), "unknown reader 'nope'"),
+    # a new user's first day
+    Mistake("unknown-command", ("trian",), "unknown command 'trian'; did you mean 'fit'?"),
+    Mistake("preprocess-folder-of-txt", ("preprocess", "{txt}", "-o", "{tmp}/p"), "it holds 3 .txt files: a story is its article, then its summary points each after an @highlight line"),
+    Mistake("fit-missing-data-path", ("fit", "--config", "attentive_reader"), "--data.path (the processed dataset folder, from 'attentive-reader preprocess') is required; 'attentive-reader fit --help' lists the options"),
+    Mistake("answer-missing-checkpoint", ("answer", "--ckpt", "{tmp}/nope.ckpt", "--document", "{tmp}/nope.txt", "--query", "@placeholder won"), "checkpoint not found: {tmp}/nope.ckpt"),
+    Mistake("answer-missing-batch-file", ("answer", "--ckpt", "{ckpt}", "--batch", "{tmp}/nope.jsonl"), "batch file not found"),
+    Mistake("serve-port-in-use", ("serve", "--ckpt", "{ckpt}", "--port", "{busy_port}"), "--port {busy_port}: the port is in use on 127.0.0.1"),
+    Mistake("serve-missing-dataset", ("serve", "--ckpt", "{ckpt}", "--data", "{tmp}/nope"), "not a processed dataset"),
+    Mistake("heatmap-missing-checkpoint", ("heatmap", "--data", "{data}", "--ckpt", "{tmp}/nope.ckpt", "--out", "{tmp}/h"), "checkpoint not found"),
+    Mistake("evaluate-checkpoint-folder", ("evaluate", "--data", "{data}", "--ckpt", "{tmp}"), "is a folder, not a checkpoint"),
 ]  # fmt: skip
 
 
@@ -117,10 +129,14 @@ def _empty_split_dataset(trained: TrainedReader, out: Path, split: str = "") -> 
 
 
 @pytest.fixture(scope="module")
-def world(trained: TrainedReader, tmp_path_factory) -> dict[str, str]:
+def world(trained: TrainedReader, tmp_path_factory) -> Iterator[dict[str, str]]:
     import torch
 
     tmp = tmp_path_factory.mktemp("mistakes")
+    txt = tmp / "articles"  # plain text, as a new user's own stories may come
+    (txt / "more").mkdir(parents=True)
+    for name in ("a.txt", "b.txt", "more/c.txt"):
+        (txt / name).write_text("Kennedy flew to Lisbon.\n", encoding="utf-8")
     (tmp / "stories_typo").mkdir()  # a folder beside the mistyped path: a path, not a hub name
     truncated = tmp / "truncated.ckpt"
     truncated.write_bytes(trained.ckpt.read_bytes()[:3000])
@@ -154,8 +170,12 @@ def world(trained: TrainedReader, tmp_path_factory) -> dict[str, str]:
         "story": sorted((trained.corpus / "stories").glob("*.story"))[0],
         "empty": _empty_split_dataset(trained, tmp),
         "no_train": _empty_split_dataset(trained, tmp, "test"),
+        "txt": txt,
     }
-    return {key: str(value) for key, value in paths.items()}
+    with socket.socket() as busy:  # a port another server holds
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        yield {"busy_port": str(busy.getsockname()[1])} | {k: str(v) for k, v in paths.items()}
 
 
 def _run(argv, capfd) -> tuple[int, list[str]]:
@@ -179,19 +199,88 @@ def test_a_mistake_is_one_line(mistake: Mistake, world, capfd, monkeypatch):
     assert status == 2, output
     assert len(lines) <= MAX_LINES, output
     command = argv[0]
-    assert lines[-1].startswith(f"attentive-reader {command}: error: "), output
+    said = (
+        f"attentive-reader {command}: error: "
+        if command in COMMANDS
+        else "attentive-reader: error: "
+    )
+    assert lines[-1].startswith(said), output
     assert mistake.says.format(**world) in lines[-1], output
 
 
-def test_a_gpu_config_without_a_gpu_is_one_line(world, capfd):
+@pytest.mark.parametrize(
+    ("asking", "says"),
+    [
+        (("--config", "trainer/ddp_gpu"), "or put --trainer.accelerator cpu"),
+        (("--trainer.accelerator", "gpu"), "the reader configs train on the CPU as they are"),
+        (("--config", "trainer/ddp_gpu", "--trainer.accelerator=cuda"), "train on the CPU"),
+    ],
+    ids=["config", "flag", "flag-after-config"],
+)
+def test_a_gpu_asked_for_without_a_gpu_is_one_line_that_says_what_to_drop(
+    asking, says, world, capfd
+):
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU: the GPU config runs")
-    argv = ["fit", *QUIET_FIT, "--config", "trainer/ddp_gpu", "--data.path", world["data"]]
+    argv = ["fit", *QUIET_FIT, "--data.path", world["data"], *asking]
     status, lines = _run(argv, capfd)
     assert status == 2 and len(lines) <= MAX_LINES, lines
-    assert "asks for a GPU" in lines[-1] and "--trainer.accelerator cpu" in lines[-1]
+    asker = " ".join(asking[-2:]) if "=" not in asking[-1] else asking[-1].replace("=", " ")
+    assert lines[-1].startswith(f"attentive-reader fit: error: {asker} asks for a GPU"), lines
+    assert f"drop {asker}" in lines[-1] and says in lines[-1], lines
+    assert "cpu_debug" not in lines[-1]
+
+
+def test_a_config_path_read_from_the_shipped_copy_is_named(world, capfd, monkeypatch):
+    from attentive_reader.training.shipped_configs import configs_dir
+
+    monkeypatch.chdir(world["tmp"])  # no configs/ here
+    status, lines = _run(["fit", "--config", "configs/real_news/as_reader.yaml"], capfd)
+    shipped = configs_dir() / "real_news" / "as_reader.yaml"
+    assert status == 2 and "--data.path" in lines[-1], lines
+    notes = [line for line in lines if line.startswith("note:")]
+    assert notes == [
+        f"note: no configs/real_news/as_reader.yaml in this folder; reading the shipped copy {shipped}"
+    ]
+
+
+def test_argument_mistakes_are_told_before_torch_lightning_or_spacy_load(world, tmp_path):
+    """A missing checkpoint (and the other argument checks) is said before the heavy imports
+    (seconds each): each command runs in a fresh process that then lists what it loaded."""
+    document = tmp_path / "doc.txt"
+    document.write_text("Kennedy flew to Lisbon.\n", encoding="utf-8")
+    nope = str(tmp_path / "nope.ckpt")
+    cases = [
+        (["answer", "--ckpt", nope, "--document", str(document), "--query", "@placeholder won"], f"checkpoint not found: {nope}"),
+        (["answer", "--ckpt", world["ckpt"], "--document", str(document), "--query", "no blank"], "has no blank"),
+        (["serve", "--ckpt", nope], f"checkpoint not found: {nope}"),
+        (["serve", "--ckpt", world["ckpt"], "--port", world["busy_port"]], "the port is in use"),
+        (["heatmap", "--data", world["data"], "--ckpt", nope, "--out", str(tmp_path / "h")], f"checkpoint not found: {nope}"),
+        (["evaluate", "--data", world["data"], "--ckpt", nope], f"checkpoint not found: {nope}"),
+        (["export", str(tmp_path / "nope"), "--output", str(tmp_path / "e")], "not a processed dataset"),
+    ]  # fmt: skip
+    code = (  # the commands one after another, each followed by what is loaded so far
+        "import json, sys\n"
+        "from attentive_reader.cli import main\n"
+        "heavy = ('torch', 'pytorch_lightning', 'lightning', 'spacy')\n"
+        "for argv in json.loads(sys.argv[1]):\n"
+        "    status = main(argv)\n"
+        "    print(json.dumps([status, [name for name in heavy if name in sys.modules]]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.run(
+        [sys.executable, "-c", code, json.dumps([argv for argv, _ in cases])],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert [json.loads(line) for line in child.stdout.splitlines()] == [[2, []]] * len(cases), (
+        child.stderr
+    )
+    lines = child.stderr.splitlines()
+    assert len(lines) == len(cases), child.stderr
+    for (argv, says), line in zip(cases, lines):
+        assert line.startswith(f"attentive-reader {argv[0]}: error: ") and says in line, line
 
 
 def test_a_mistyped_preprocess_path_leaves_nothing(world, capfd):

@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from attentive_reader.commands import add_device_argument, add_reader_arguments
+from attentive_reader.common.checkpoint_file import check_checkpoint_file
 from attentive_reader.common.errors import UserError
 from attentive_reader.common.faults import writing
 from attentive_reader.common.fileio import replacing, write_text_atomic
+from attentive_reader.common.query import parse_query
 
 if TYPE_CHECKING:
     from attentive_reader.api import Answer, Reader
@@ -84,10 +86,13 @@ def main(argv: list[str]) -> int:
         raise UserError("--query goes with --document; in --batch files each line has its query")
     if args.batch is not None and args.heatmap is not None:
         raise UserError("--heatmap goes with --document (one page for one answer)")
+    # Every argument is checked before the reader loads (seconds: torch, spaCy) and warns.
+    for ckpt in [args.ckpt] if args.ckpt else args.ensemble:
+        check_checkpoint_file(ckpt)
+    if args.batch is not None and not Path(args.batch).is_file():
+        raise UserError(f"batch file not found: {args.batch}")
     if args.document is not None:
-        from attentive_reader.api_prepare import parse_query
-
-        parse_query(args.query)  # a bad query is told before the reader loads (and warns)
+        parse_query(args.query)
         document = read_document(args.document)
     reader = load(args)
     if args.batch is not None:
@@ -108,7 +113,8 @@ def main(argv: list[str]) -> int:
     if args.heatmap:
         from attentive_reader.viz.html import render_html
 
-        _write_text(Path(args.heatmap), render_html(answer.heatmap(model=reader.path)))
+        page = render_html(answer.heatmap(model=reader.path), caution=reader.caution())
+        _write_text(Path(args.heatmap), page)
         print(f"heatmap written to {args.heatmap}", file=sys.stderr)
     return 0
 

@@ -9,17 +9,22 @@ with its own reader (``--pool thread``: one thread sharing the loaded one); ``--
 may wait (then 503 with ``Retry-After``), and ``--timeout`` limits each (504). The page is
 built by ``attentive_reader.serve.app.create_app`` and served by uvicorn on ``127.0.0.1``
 unless ``--host`` says otherwise. SIGTERM stops it as Ctrl-C does, its workers with it.
+Every argument (the checkpoint, ``--data``, and whether ``--host``/``--port`` can be bound) is
+checked before the reader loads and the workers start, each mistake in one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import signal
+import socket
 import sys
 from typing import TYPE_CHECKING
 
 from attentive_reader.commands import add_device_argument, add_reader_arguments
+from attentive_reader.common.checkpoint_file import check_checkpoint_file
 from attentive_reader.common.errors import UserError
 from attentive_reader.serve.pool import DEFAULT_QUEUE, DEFAULT_TIMEOUT, cores
 
@@ -88,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    _check(args)
+    _check(args)  # every argument, the port included, before the reader loads
     # SIGTERM (systemd, a container runtime, kill) stops the server as Ctrl-C does: through
     # the finally below, which stops the workers. uvicorn handles it while it serves, then
     # raises it again, which lands here.
@@ -184,6 +189,58 @@ def _check(args: argparse.Namespace) -> None:
             f"--pool thread answers on one thread (spaCy's pipeline is not shared across "
             f"threads); drop --workers {args.workers} or use --pool process"
         )
+    for ckpt in [args.ckpt] if args.ckpt else args.ensemble:
+        check_checkpoint_file(ckpt)
+    if args.data is not None:
+        from attentive_reader.corpus.records import check_dataset_dir
+
+        check_dataset_dir(args.data)
+    check_port(args.host, args.port)
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse a ``--host``/``--port`` that cannot be served, before the reader and the
+    workers load (seconds): each address ``host`` resolves to is bound as uvicorn binds it
+    (``SO_REUSEADDR``, so a port some closed connections still wait on is free), then freed.
+
+    Raises:
+        UserError: the port is in use or needs privileges, or ``host`` is no address of this
+            machine.
+    """
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise UserError(
+            f"--host {host}: not an address this machine can serve on ({error.strerror}); "
+            "use 127.0.0.1 (this machine only) or 0.0.0.0 (the network)"
+        ) from None
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as error:
+                raise UserError(_bind_problem(host, port, error)) from None
+
+
+def _bind_problem(host: str, port: int, error: OSError) -> str:
+    """The one line for a failed bind of ``host:port``."""
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"--port {port}: the port is in use on {host} (another server, or a serve still "
+            f"stopping); stop it or choose another, e.g. --port {port + 1 if port < 65535 else 8000}"
+        )
+    if error.errno == errno.EACCES:
+        return (
+            f"--port {port}: this user may not serve on it (ports below 1024 need "
+            "privileges); choose --port 1024 or above (the default is 8000)"
+        )
+    if error.errno == errno.EADDRNOTAVAIL:
+        return (
+            f"--host {host}: not an address of this machine; use 127.0.0.1 (this machine "
+            "only) or 0.0.0.0 (the network)"
+        )
+    return f"cannot serve on {host} --port {port}: {error.strerror or error}"
 
 
 def _pool(args: argparse.Namespace, reader: Reader) -> AnswerPool:

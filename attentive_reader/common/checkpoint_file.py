@@ -2,7 +2,8 @@
 
 Every checkpoint the toolkit opens is read here, with ``torch.load(weights_only=True)``: no
 code in a checkpoint is ever run, and a missing or unreadable file is a one-line
-``UserError`` naming it.
+``UserError`` naming it. ``check_checkpoint_file`` says a file is missing without importing
+torch, so that a command tells it before it loads anything heavy.
 """
 
 from __future__ import annotations
@@ -10,6 +11,25 @@ from __future__ import annotations
 import io
 from pathlib import Path
 from typing import Any
+
+from attentive_reader.common.errors import UserError
+
+
+def check_checkpoint_file(path: str | Path) -> Path:
+    """``path`` as a ``Path``, once it is known to be a file (nothing is imported or read).
+
+    Raises:
+        UserError: no such file, or a folder.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(
+            f"{path} is a folder, not a checkpoint; a run's checkpoints are in its "
+            "checkpoints/ folder (last.ckpt, best-*.ckpt)"
+        )
+    if not path.is_file():
+        raise UserError(f"checkpoint not found: {path}")
+    return path
 
 
 def read_checkpoint(
@@ -29,11 +49,7 @@ def read_checkpoint(
     """
     import torch
 
-    from attentive_reader.common.errors import UserError
-
-    path = Path(path)
-    if content is None and not path.is_file():
-        raise UserError(f"checkpoint not found: {path}")
+    path = Path(path) if content is not None else check_checkpoint_file(path)
     source = path if content is None else io.BytesIO(content)
     try:
         return torch.load(

@@ -156,17 +156,12 @@ CLOZE_FEATURES = datasets.Features(
 _MAKE_ONE = "make one with 'attentive-reader preprocess'"
 
 
-def load_dataset(directory: str | os.PathLike) -> datasets.DatasetDict:
-    """A processed dataset directory (``attentive-reader preprocess`` output), checked.
-
-    The splits are memory-mapped Arrow tables (``datasets.load_from_disk``); nothing is read
-    into memory here.
+def check_dataset_dir(directory: str | os.PathLike) -> Path:
+    """``directory`` as a ``Path``, once it looks like a processed dataset (nothing is read:
+    a command checks its arguments with it before it loads a reader).
 
     Raises:
-        UserError: the directory is missing, is not a processed dataset (no
-            ``dataset_dict.json``), cannot be loaded (damaged), or holds a split without the
-            columns of ``CLOZE_FEATURES`` (written by another tool or an old version). The
-            message names the directory and says what to do.
+        UserError: the directory is missing or holds no ``dataset_dict.json``.
     """
     folder = Path(directory)
     if not folder.is_dir():
@@ -179,6 +174,22 @@ def load_dataset(directory: str | os.PathLike) -> datasets.DatasetDict:
             f"{folder} is not a processed dataset directory (no dataset_dict.json there); "
             f"{_MAKE_ONE}"
         )
+    return folder
+
+
+def load_dataset(directory: str | os.PathLike) -> datasets.DatasetDict:
+    """A processed dataset directory (``attentive-reader preprocess`` output), checked.
+
+    The splits are memory-mapped Arrow tables (``datasets.load_from_disk``); nothing is read
+    into memory here.
+
+    Raises:
+        UserError: the directory is missing, is not a processed dataset (no
+            ``dataset_dict.json``), cannot be loaded (damaged), or holds a split without the
+            columns of ``CLOZE_FEATURES`` (written by another tool or an old version). The
+            message names the directory and says what to do.
+    """
+    folder = check_dataset_dir(directory)
     try:
         loaded = datasets.load_from_disk(str(folder))
     except Exception as err:  # a damaged save_to_disk folder fails in many ways

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attentive_reader.common.checkpoint_file import check_checkpoint_file
 from attentive_reader.common.checks import check_positive_options
 from attentive_reader.common.errors import UserError
 from attentive_reader.common.fileio import write_json_atomic
@@ -328,10 +329,10 @@ def evaluate(
 def _check_checkpoints(
     checkpoints: Sequence[str | Path], ensembles: Sequence[Sequence[str | Path]]
 ) -> None:
-    """Raise a ``UserError`` naming the first missing checkpoint or empty ensemble."""
+    """Raise a ``UserError`` naming the first missing or unreadable checkpoint or an empty
+    ensemble (``check_checkpoint_file``: without loading torch)."""
     for ckpt in [*checkpoints, *(member for members in ensembles for member in members)]:
-        if not Path(ckpt).is_file():
-            raise UserError(f"checkpoint not found: {ckpt}")
+        check_checkpoint_file(ckpt)
     if any(not members for members in ensembles):
         raise UserError("an ensemble needs at least one checkpoint")
 

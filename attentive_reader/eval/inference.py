@@ -19,7 +19,7 @@ import torch
 from pytorch_lightning.utilities import move_data_to_device
 from torch.utils.data import DataLoader, Subset
 
-from attentive_reader.common.checkpoint_file import read_checkpoint
+from attentive_reader.common.checkpoint_file import check_checkpoint_file, read_checkpoint
 from attentive_reader.common.checks import check_positive
 from attentive_reader.common.errors import UserError
 from attentive_reader.corpus.records import Split
@@ -43,7 +43,10 @@ def resolve_device(device: DeviceName | str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise UserError(f"--device {device}: no CUDA device is available; use --device cpu")
+        raise UserError(
+            f"--device {device}: no CUDA device is available; drop --device {device} (the "
+            "default, auto, takes a GPU when there is one and the CPU here)"
+        )
     return torch.device(device)
 
 
@@ -82,9 +85,7 @@ def load_checkpoint(
         UserError: if the file is missing or not a reader checkpoint, or its reader and
             vocabulary disagree.
     """
-    path = Path(ckpt)
-    if not path.is_file():
-        raise UserError(f"checkpoint not found: {path}")
+    path = check_checkpoint_file(ckpt)
     content = path.read_bytes()  # read once: hashed and loaded
     checkpoint = read_checkpoint(path, device, content=content)
     reader = reader_from_checkpoint(checkpoint, path, map_location=device)

@@ -139,9 +139,17 @@ class Provenance:
             and (self.val_acc < self.baseline)
         )
 
-    def to_json(self) -> dict[str, Any]:
-        """The fields, ``describe()`` and ``warning()`` as JSON."""
-        return {**asdict(self), "description": self.describe(), "warning": self.warning()}
+    def to_json(self, folder: bool = True) -> dict[str, Any]:
+        """The fields, ``describe()`` and ``warning()`` as JSON.
+
+        Args:
+            folder: the dataset's whole folder; ``False``: its last part only (what a server
+                sends, never its own folders).
+        """
+        fields = asdict(self)
+        if not folder and self.data is not None:
+            fields["data"] = PurePath(self.data).name
+        return {**fields, "description": self.describe(folder), "warning": self.warning()}
 
 
 def _generator(mark: Any) -> str | None:

@@ -34,10 +34,10 @@ from starlette.routing import Route
 
 from attentive_reader.common.errors import UserError
 from attentive_reader.common.markers import PLACEHOLDER
-from attentive_reader.corpus.records import SPLITS, ClozeExample
+from attentive_reader.corpus.records import SPLITS, ClozeExample, check_dataset_dir
 from attentive_reader.serve.body import read_form
 from attentive_reader.serve.headers import SecuredStarlette
-from attentive_reader.serve.info import model_info
+from attentive_reader.serve.info import model_info, reader_record
 from attentive_reader.serve.json_api import api_routes, error_response
 from attentive_reader.serve.pool import AnswerPool
 from attentive_reader.serve.problems import Problem
@@ -93,7 +93,7 @@ def create_app(
         Route("/answer", site.ask, methods=["POST"]),
         Route("/examples", site.examples, methods=["GET"]),
         Route("/examples/{split}/{index}", site.example, methods=["GET"]),
-        *api_routes(pool, max_bytes=max_bytes, info=info),
+        *api_routes(pool, max_bytes=max_bytes, info=info, reader=reader_record(reader)),
     ]
     handlers = {Problem: site.refused, HTTPException: site.http_error, Exception: site.failed}
     return SecuredStarlette(routes=routes, exception_handlers=handlers)
@@ -221,11 +221,5 @@ def _number(text: str, default: int) -> int:
 def _load_splits(data: str | Path) -> dict[str, datasets.Dataset]:
     import datasets
 
-    path = Path(data)
-    if not (path / "dataset_dict.json").is_file():
-        raise UserError(
-            f"{path} is not a processed dataset directory (no dataset_dict.json); pass the "
-            "output of 'attentive-reader preprocess' as --data"
-        )
-    loaded = datasets.load_from_disk(str(path))
+    loaded = datasets.load_from_disk(str(check_dataset_dir(data)))
     return {split: loaded[split] for split in SPLITS if split in loaded}

@@ -1,7 +1,9 @@
-"""What ``attentive-reader serve`` tells about its reader: the page header and the health check.
+"""What ``attentive-reader serve`` tells about its reader: the page header and the health check
+(``model_info``), and the ``reader`` block of the API's answers (``reader_record``).
 
-One description for both (``model_info``), so a fact added here shows in both places. It
-names the checkpoint's file only, never the server's folders.
+One description for the page and the health check, so a fact added here shows in both
+places. Both name the checkpoint's file and the dataset folder's last part only, never the
+server's folders.
 """
 
 from __future__ import annotations
@@ -37,3 +39,9 @@ def model_info(reader: Reader) -> dict[str, Any]:
         "pipeline": {"name": pipeline["name"], "version": pipeline["version"]},
         "version": __version__,
     }
+
+
+def reader_record(reader: Reader) -> dict[str, Any]:
+    """The ``reader`` block of ``attentive-reader answer --json`` (``Reader.provenance_json``),
+    as the API sends it: the last part of each folder only."""
+    return reader.provenance_json(folder=False)

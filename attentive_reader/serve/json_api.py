@@ -1,11 +1,14 @@
 """The JSON API of ``attentive-reader serve``, beside the page.
 
 * ``POST /api/answer``: ``{"document": TEXT, "query": TEXT, "top": N, "heatmap": BOOL}`` ->
-  the JSON of ``attentive-reader answer --json`` (``top``: 5 unless given), with the
-  tokens and attention weights under ``heatmap`` when asked;
+  the JSON of ``attentive-reader answer --json`` (``top``: 5 unless given), its ``reader``
+  block included (what the reader was trained on and the caution about it, naming the
+  dataset folder's last part only), with the tokens and attention weights under
+  ``heatmap`` when asked;
 * ``POST /api/answer_many``: ``{"questions": [{"document": ..., "query": ...}, ...],
-  "top": N, "heatmap": BOOL}`` (at most ``MAX_QUESTIONS``) -> ``{"answers": [...]}`` in the
-  same order, a question the reader refuses as its error object in its place;
+  "top": N, "heatmap": BOOL}`` (at most ``MAX_QUESTIONS``) -> ``{"answers": [...],
+  "reader": {...}}``, the answers in the same order, a question the reader refuses as its
+  error object in its place;
 * ``GET /api/health``: the model, its pipeline, the toolkit's version, the workers (live,
   restarted, given up: ``pool.AnswerPool.state``) and the queue; a 503 when no worker is left.
 
@@ -165,13 +168,16 @@ def answer_json(answer: Answer, asked: Asked) -> dict[str, Any]:
     return out
 
 
-def api_routes(pool: AnswerPool, *, max_bytes: int, info: dict[str, Any]) -> list[Route]:
+def api_routes(
+    pool: AnswerPool, *, max_bytes: int, info: dict[str, Any], reader: dict[str, Any]
+) -> list[Route]:
     """The routes of the JSON API, answering with ``pool``.
 
     Args:
         pool: the answering pool.
         max_bytes: the largest request body.
         info: the model's description for the health check (``info.model_info``).
+        reader: the answers' ``reader`` block (``info.reader_record``).
     """
 
     async def asked(request: Request, endpoint: Endpoint) -> Asked:
@@ -184,7 +190,7 @@ def api_routes(pool: AnswerPool, *, max_bytes: int, info: dict[str, Any]) -> lis
             result = await pool.run("answer", *question.questions[0])
         except UserError as error:
             raise from_user_error(error) from None
-        return JSONResponse(answer_json(result, question))
+        return JSONResponse({**answer_json(result, question), "reader": reader})
 
     async def answer_many(request: Request) -> Response:
         question = await asked(request, "answer_many")
@@ -193,7 +199,7 @@ def api_routes(pool: AnswerPool, *, max_bytes: int, info: dict[str, Any]) -> lis
             from_user_error(r).to_json() if isinstance(r, UserError) else answer_json(r, question)
             for r in results
         ]
-        return JSONResponse({"answers": answers})
+        return JSONResponse({"answers": answers, "reader": reader})
 
     async def health(request: Request) -> Response:
         state = pool.state()  # a 503 when no worker is left, for a load balancer's check

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import sys
 import warnings
 import zipfile
 from collections.abc import Iterator, Sequence
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from attentive_reader.common.errors import UserError
-from attentive_reader.training.shipped_configs import config_path
+from attentive_reader.training.shipped_configs import config_path, configs_dir, is_config_name
 
 # Lightning's special --ckpt_path values, which name no file.
 SPECIAL_CKPT_PATHS = ("last", "best", "hpc", "registry")
@@ -30,15 +31,18 @@ SPECIAL_CKPT_PATHS = ("last", "best", "hpc", "registry")
 # deprecation inside Lightning's own code, the checkpoint folder of a resumed run being the
 # new run's (wanted: each run writes its own version folder), an empty validation split
 # (the data module says so itself) and the missing val_acc that follows from it (fit's last
-# line names the checkpoints), and the Timer of a run trained with --trainer.max_time being
+# line names the checkpoints), the Timer of a run trained with --trainer.max_time being
 # absent when its checkpoint is resumed or tested without that option (Lightning adds that
-# callback for max_time only; its state, the time used, matters to nothing else).
+# callback for max_time only; its state, the time used, matters to nothing else), and an
+# epoch shorter than log_every_n_steps (a small fit: the steps are still logged every
+# log_every_n_steps, counted across epochs).
 NOISE_WARNINGS = (
     r".*isinstance\(treespec, LeafSpec\)",
     r"The dirpath has changed from",
     r"Total length of .* across ranks is zero",
     r".*could not find the monitored key in the returned metrics",
     r"Be aware that when using `ckpt_path`.* Please add the following callbacks: \['Timer'\]\.$",
+    r"The number of training batches \(\d+\) is smaller than the logging interval",
 )
 # Lightning's advertisements (``rank_zero_info``), logged at every run.
 _TIP = "💡 Tip"
@@ -47,6 +51,7 @@ _RANK_ZERO_LOGGERS = (
     "lightning_fabric.utilities.rank_zero",
 )
 
+_GPU_ACCELERATORS = ("gpu", "cuda")
 _GPU_MESSAGES = (
     "gpu backend",
     "gpuaccelerator",
@@ -113,6 +118,8 @@ def _read_config(value: str) -> Path:
     import yaml
 
     path = config_path(value)
+    if not is_config_name(value) and Path(value) != path:
+        _say(f"note: no {value} in this folder; reading the shipped copy {path}")
     try:
         content = yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
@@ -128,6 +135,14 @@ def _read_config(value: str) -> Path:
             f"{type(content).__name__}"
         )
     return path
+
+
+def _say(line: str) -> None:
+    """Print ``line`` on standard error once a run (by rank 0 of several processes)."""
+    from pytorch_lightning.utilities.rank_zero import rank_zero_only
+
+    if rank_zero_only.rank == 0:
+        print(line, file=sys.stderr, flush=True)
 
 
 def check_ckpt_path(ckpt_path: str | None) -> None:
@@ -154,17 +169,59 @@ def check_ckpt_path(ckpt_path: str | None) -> None:
         )
 
 
-def misconfiguration_line(error: Exception) -> str:
-    """The one line for a trainer that cannot be built as configured."""
+def misconfiguration_line(error: Exception, argv: Sequence[str] = ()) -> str:
+    """The one line for a trainer that cannot be built as configured; a GPU asked for on a
+    machine without one names what asked (the option or the config in ``argv``) and says to
+    drop it."""
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    if any(word in text.lower() for word in _GPU_MESSAGES):
+    if not any(word in text.lower() for word in _GPU_MESSAGES):
+        return f"the trainer cannot run as configured: {text}; fix the trainer options (see --help)"
+    found = f"torch finds none here ({text.split('. ')[0].rstrip('.!')})"
+    asker = _gpu_asker(argv)
+    if asker is not None and asker.startswith("--trainer."):
         return (
-            f"the config asks for a GPU ({text.rstrip('.!')}) and torch finds none here; on "
-            "the CPU put --config trainer/cpu_debug after the reader config, or pass "
-            "--trainer.accelerator cpu --trainer.devices 1 --trainer.strategy auto "
-            "--trainer.precision 32-true"
+            f"{asker} asks for a GPU and {found}; drop {asker}: the reader configs train on "
+            "the CPU as they are"
         )
-    return f"the trainer cannot run as configured: {text}; fix the trainer options (see --help)"
+    asked = f"{asker} asks" if asker else "the config asks"
+    drop = f"drop {asker}" if asker else "drop the config that sets trainer.accelerator gpu"
+    return (
+        f"{asked} for a GPU and {found}; {drop} (the reader configs train on the CPU as they "
+        "are), or put --trainer.accelerator cpu --trainer.devices 1 --trainer.strategy auto "
+        "--trainer.precision 32-true after it"
+    )
+
+
+def _gpu_asker(argv: Sequence[str]) -> str | None:
+    """What in ``argv`` asks for a GPU, as a user wrote it: ``--trainer.accelerator gpu`` or
+    ``--config trainer/ddp_gpu`` (the last setting wins, as in the parser); ``None`` when
+    nothing does."""
+    import yaml
+
+    asker = None
+    for index, arg in enumerate(argv):
+        name, equals, value = arg.partition("=")
+        if not equals:
+            value = argv[index + 1] if index + 1 < len(argv) else ""
+        if name == "--trainer.accelerator":
+            asker = f"{name} {value}" if value.lower() in _GPU_ACCELERATORS else None
+        elif name == "--config" and value and Path(value).is_file():
+            config = yaml.safe_load(Path(value).read_text(encoding="utf-8")) or {}
+            trainer = config.get("trainer") if isinstance(config, dict) else None
+            accelerator = trainer.get("accelerator") if isinstance(trainer, dict) else None
+            if accelerator is not None:
+                gpu = str(accelerator).lower() in _GPU_ACCELERATORS
+                asker = f"--config {_config_name(Path(value))}" if gpu else None
+    return asker
+
+
+def _config_name(path: Path) -> str:
+    """A shipped config's name (``trainer/ddp_gpu``), else the path as given."""
+    root = configs_dir().resolve()
+    resolved = path.resolve()
+    if resolved.is_relative_to(root):
+        return resolved.relative_to(root).with_suffix("").as_posix()
+    return str(path)
 
 
 def parser_error_line(message: str, prog: str, argv: Sequence[str]) -> str:
@@ -174,6 +231,9 @@ def parser_error_line(message: str, prog: str, argv: Sequence[str]) -> str:
     keys = re.findall(r'Parser key "([^"]+)"', message)
     unknown = re.search(r"Option '([^']+)' is not accepted", message)
     expected = re.search(r"Expected a (.+?)\. Got value: (.*)", message)
+    required = re.search(r"arguments are required: (.+)", message)
+    if argv:  # the command's own help, named as a user types it (not the top-level parser's)
+        prog = f"attentive-reader {argv[0]}"
     help_hint = f"'{prog} --help' lists the options"
     if unknown:
         name = unknown.group(1)
@@ -199,6 +259,8 @@ def parser_error_line(message: str, prog: str, argv: Sequence[str]) -> str:
             "no reader given: put a reader config first (--config attentive_reader; "
             "'attentive-reader configs' lists them) or pass --model.class_path"
         )
+    if required:
+        return _required_line(required.group(1), argv, help_hint)
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
     first = lines[0] if lines else "cannot parse the arguments"
     first = first.replace('"<unicode string>"', "the command line")
@@ -207,6 +269,17 @@ def parser_error_line(message: str, prog: str, argv: Sequence[str]) -> str:
     if len(lines) > 1 and lines[-1] != first:
         first = f"{first.rstrip(':')}: {lines[-1]}"
     return f"{first}; {help_hint}"
+
+
+def _required_line(names: str, argv: Sequence[str], help_hint: str) -> str:
+    """``--data.path is required ...`` for the parser's ``fit.data.path`` (its keys carry
+    the subcommand's name, which a user never types)."""
+    prefix = f"{argv[0]}." if argv else ""
+    options = [f"--{name.strip().removeprefix(prefix)}" for name in names.rstrip(". ").split(",")]
+    what = " and ".join(options)
+    if options == ["--data.path"]:
+        what += " (the processed dataset folder, from 'attentive-reader preprocess')"
+    return f"{what} {'is' if len(options) == 1 else 'are'} required; {help_hint}"
 
 
 def _config_files(argv: Sequence[str]) -> list[Path]:

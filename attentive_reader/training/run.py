@@ -57,10 +57,15 @@ from attentive_reader.training.predictions_writer import PredictionsWriter
 from attentive_reader.training.progress import ReaderProgressBar
 from attentive_reader.training.resume import ExactResume
 from attentive_reader.training.run_lock import LockingTrainer
+from attentive_reader.training.shipped_configs import config_option_help
 from attentive_reader.training.stopping import StopCleanly
 from attentive_reader.training.wall_clock import WallClock
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
+SUBCOMMAND_USAGE = (
+    "%(prog)s --config CONFIG [--config CONFIG ...] --data.path DIR [--ckpt_path CKPT] "
+    "[--SECTION.OPTION VALUE ...]"
+)
 DEFAULT_ROOT_DIR = "runs"
 
 
@@ -82,6 +87,12 @@ class ReaderArgumentParser(LightningArgumentParser):
             kwargs["skip"] = {*(kwargs.get("skip") or ()), "vocabulary"}
         return super().add_class_arguments(class_type, nested_key, *args, **kwargs)
 
+    def add_argument(self, *args: Any, **kwargs: Any) -> Any:
+        """``--config``'s help names the shipped configs that it takes by name."""
+        if "--config" in args:
+            kwargs["help"] = config_option_help()
+        return super().add_argument(*args, **kwargs)
+
     def error(self, message: str, ex: Exception | None = None) -> NoReturn:
         """A mistake in the arguments or configs: raised for ``run_cli`` to tell in one
         line, not printed after the usage (parsers that do not exit keep their error)."""
@@ -97,6 +108,10 @@ class ReaderCLI(LightningCLI):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("parser_class", ReaderArgumentParser)
+        # A usage line that fits a screen (the parser's own lists every option).
+        kwargs.setdefault(
+            "parser_kwargs", {name: {"usage": SUBCOMMAND_USAGE} for name in SUBCOMMANDS}
+        )
         super().__init__(*args, **kwargs)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
@@ -214,7 +229,7 @@ def run_cli(argv: list[str]) -> ReaderCLI:
     except ParserMistake as mistake:
         raise UserError(parser_error_line(mistake.message, mistake.prog, argv)) from None
     except MisconfigurationException as error:
-        raise UserError(misconfiguration_line(error)) from None
+        raise UserError(misconfiguration_line(error, argv)) from None
 
 
 def _reader_cli(argv: list[str]) -> ReaderCLI:

@@ -105,3 +105,21 @@ def summary(path: Path, width: int = 90) -> str:
     if len(text) <= width:
         return text
     return text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
+def config_option_help() -> str:
+    """The help of ``--config``: what it takes, with the shipped configs' names."""
+    try:
+        names = shipped_configs()
+    except UserError:  # a broken install: the names cannot be listed
+        names = []
+    readers = [name for name in names if "/" not in name]
+    pieces = [name for name in names if "/" in name and not name.startswith("real_news/")]
+    real_news = (
+        " and real_news/READER for real news" if "real_news/attentive_reader" in names else ""
+    )
+    listed = f" ({', '.join(readers)}; the pieces {', '.join(pieces)}{real_news})" if names else ""
+    return (
+        f"a shipped config's name{listed}, or a YAML file's path; give several, later ones "
+        "win ('attentive-reader configs' lists them with what each is for)"
+    )

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attentive_reader.common.checkpoint_file import check_checkpoint_file
 from attentive_reader.common.checks import check_positive_options
 from attentive_reader.common.errors import UserError
-from attentive_reader.corpus.records import SPLITS, ClozeExample
+from attentive_reader.corpus.records import SPLITS, ClozeExample, check_dataset_dir
 from attentive_reader.viz.heatmap import HeatmapExample, heatmap_examples
 
 if TYPE_CHECKING:
@@ -72,6 +73,8 @@ def checkpoint_heatmaps(
     if split not in SPLITS:
         raise UserError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     check_positive_options(limit=limit, batch_size=batch_size)
+    check_checkpoint_file(ckpt)  # before the reader's imports (torch, Lightning: seconds)
+    check_dataset_dir(data)
 
     from attentive_reader.eval.inference import iterate_predictions, load_checkpoint, resolve_device
 

@@ -62,6 +62,8 @@ def write_example(
         gold_probability=ex.probabilities.get(ex.answer),
         png=f"{stem}.png" if png else None,
         sidecar=f"{stem}.json",
+        prediction_name=ex.entities.get(ex.prediction),
+        answer_name=ex.entities.get(ex.answer) if ex.answer is not None else None,
     )
 
 

@@ -19,13 +19,17 @@ from attentive_reader.viz.render import render
 from attentive_reader.viz.tokens import TokenView, context_views, query_views, shading
 
 
-def render_html(ex: HeatmapExample, *, scale: Scale = "linear", clip: float = 10.0) -> str:
+def render_html(
+    ex: HeatmapExample, *, scale: Scale = "linear", clip: float = 10.0, caution: str | None = None
+) -> str:
     """One self-contained HTML page for one example.
 
     Args:
         ex: the example.
         scale: ``"linear"`` or ``"normalized"`` (see ``intensities``).
         clip: the full-colour multiple of the uniform weight on the normalized scale.
+        caution: a warning shown above the answer (``Provenance.warning()``: a reader whose
+            answers deserve no trust), or ``None``.
 
     Returns:
         The page: inline CSS only, no script, no external reference, every text escaped.
@@ -43,6 +47,7 @@ def render_html(ex: HeatmapExample, *, scale: Scale = "linear", clip: float = 10
         "heatmap.html",
         title=f"attention: {ex.id}",
         ex=ex,
+        caution=caution,
         legend=legend,
         query=query_views(ex, names=False),
         context=context_views(ex, alphas, names=False),
@@ -112,7 +117,8 @@ def _hops(ex: HeatmapExample) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class IndexEntry:
-    """One line of ``index.html``: an example and the file names of its outputs."""
+    """One line of ``index.html``: an example and the file names of its outputs; the
+    prediction's and the gold answer's real names when the entity map has them."""
 
     id: str
     page: str
@@ -123,6 +129,8 @@ class IndexEntry:
     gold_probability: float | None
     png: str | None = None
     sidecar: str | None = None
+    prediction_name: str | None = None
+    answer_name: str | None = None
 
 
 def render_index(entries: Sequence[IndexEntry], *, title: str = "Attention heatmaps") -> str:

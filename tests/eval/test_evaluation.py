@@ -102,3 +102,16 @@ def test_bad_options_are_user_errors(toy_run, tmp_path):
     not_a_checkpoint.write_text("hello")
     with pytest.raises(UserError, match="notes.ckpt is not a readable checkpoint"):
         evaluate(toy_run.data, [not_a_checkpoint])
+
+
+def test_cuda_without_a_gpu_says_to_drop_the_option(monkeypatch):
+    import torch
+
+    from attentive_reader.eval.inference import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(
+        UserError, match=r"^--device cuda:1: no CUDA device .*; drop --device cuda:1"
+    ):
+        resolve_device("cuda:1")
+    assert resolve_device("auto") == torch.device("cpu")

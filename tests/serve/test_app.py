@@ -47,6 +47,17 @@ def test_form_then_answer(client, reader):
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in page
 
 
+def test_every_page_with_an_answer_carries_the_caution(client, reader):
+    caution = reader.provenance.warning()
+    assert caution is not None  # trained on the synthetic corpus
+    shown = f'<p class="notice" id="caution">warning: {caution}</p>'
+    asked = client.post("/answer", data={"document": ARTICLE, "query": "@placeholder smiled"})
+    example = client.get("/examples/validation/0")
+    for page in (asked, example):
+        assert page.status_code == 200 and 'id="filled"' in page.text
+        assert shown in page.text
+
+
 def test_bad_input_is_shown_not_raised(client):
     response = client.post("/answer", data={"document": ARTICLE, "query": "no blank"})
     assert response.status_code == 400 and "has no blank" in response.text

@@ -30,13 +30,34 @@ def client(app):
     return TestClient(app)
 
 
-def test_answer_is_the_json_of_the_answer_command(client, reader):
+def _served(record: dict) -> dict:
+    """``answer --json``'s ``reader`` block as a server sends it: the dataset folder's last
+    part, never the server's folders."""
+    folder = Path(record["data"])
+    return {
+        **record,
+        "data": folder.name,
+        "description": record["description"].replace(str(folder), folder.name),
+    }
+
+
+def test_answer_is_the_json_of_the_answer_command(client, reader, trained, tmp_path, capsys):
+    from attentive_reader.cli import main as cli
+
     response = client.post("/api/answer", json={"document": ARTICLE, "query": QUERY, "top": 2})
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
+    article = tmp_path / "article.txt"
+    article.write_text(ARTICLE, encoding="utf-8")
+    argv = ["answer", "--ckpt", str(trained.ckpt), "--document", str(article), "--query", QUERY]
+    assert cli([*argv, "--top", "2", "--json"]) == 0
+    command = json.loads(capsys.readouterr().out)
+    # The command's JSON, the reader block and its caution included.
+    assert response.json() == {**command, "reader": _served(command["reader"])}
+    assert response.json()["reader"]["warning"].startswith("this reader was trained on the")
+    assert str(trained.data.parent) not in response.text
     expected = reader.answer(ARTICLE, QUERY)
-    assert response.json() == json.loads(json.dumps(expected.to_json(2)))
-    assert len(response.json()["candidates"]) == 2
+    assert len(response.json()["candidates"]) == 2 == len(expected.to_json(2)["candidates"])
     # By default the command's five candidates; the heatmap on request.
     plain = client.post("/api/answer", json={"document": ARTICLE, "query": QUERY}).json()
     assert len(plain["candidates"]) == min(5, len(expected.candidates))
@@ -63,6 +84,7 @@ def test_answer_many_keeps_the_order_and_refusals_in_place(client, reader):
     response = client.post("/api/answer_many", json={"questions": questions, "top": 1})
     assert response.status_code == 200
     answers = response.json()["answers"]
+    assert response.json()["reader"] == reader.provenance.to_json(folder=False)
     assert [a.get("error") for a in answers] == [None, "no_blank", "empty_document", None]
     assert "has no blank" in answers[1]["message"]
     for got, asked in zip([answers[0], answers[3]], [questions[0], questions[3]]):
@@ -272,6 +294,10 @@ def test_the_docs_python_client_asks_a_real_server(reader):
     exec(definitions, namespace)  # the docs' own code
     with running(create_app(reader)) as url:
         answer = namespace["ask"](ARTICLE, QUERY, server=url)
-        assert answer == json.loads(json.dumps(reader.answer(ARTICLE, QUERY).to_json(3)))
+        expected = {
+            **reader.answer(ARTICLE, QUERY).to_json(3),
+            "reader": reader.provenance.to_json(folder=False),
+        }
+        assert answer == json.loads(json.dumps(expected))
         with pytest.raises(RuntimeError, match="^no_blank: the query 'x' has no blank"):
             namespace["ask"](ARTICLE, "x", server=url)

@@ -39,12 +39,14 @@ def test_the_api_through_urllib(reader, caplog):
     with caplog.at_level("WARNING"), running(create_app(reader)) as url:
         status, headers, answer = call(url, "/api/answer", {"document": ARTICLE, "query": QUERY})
         assert status == 200
+        reader_block = answer.pop("reader")
+        assert reader_block == reader.provenance.to_json(folder=False)
         assert answer == json.loads(json.dumps(reader.answer(ARTICLE, QUERY).to_json(5)))
         assert all(headers[name] == value for name, value in SECURITY_HEADERS.items())
         status, _, many = call(
             url, "/api/answer_many", {"questions": [{"document": ARTICLE, "query": QUERY}] * 3}
         )
-        assert status == 200 and many["answers"] == [answer] * 3
+        assert status == 200 and many == {"answers": [answer] * 3, "reader": reader_block}
         assert call(url, "/api/health")[2]["status"] == "ok"
         status, _, problem = call(url, "/api/answer", {"document": ARTICLE, "query": "x"})
         assert (status, problem["error"]) == (400, "no_blank")
@@ -143,7 +145,7 @@ def test_worker_processes_answer_as_the_reader_does(trained, reader):
         (pid,) = pool.start()
         with running(create_app(reader, data=trained.data, pool=pool)) as url:
             status, _, answer = call(url, "/api/answer", {"document": ARTICLE, "query": QUERY})
-            assert status == 200
+            assert status == 200 and answer.pop("reader")["warning"] == reader.provenance.warning()
             assert answer == json.loads(json.dumps(reader.answer(ARTICLE, QUERY).to_json(5)))
             # A refusal crosses the process border with its code.
             status, _, problem = call(url, "/api/answer", {"document": "Lisbon.", "query": "x"})

@@ -27,6 +27,26 @@ def test_a_name_or_a_docs_path_finds_the_shipped_config_from_any_folder(tmp_path
         config_path("nope.yaml")
 
 
+@pytest.mark.parametrize("subcommand", ["fit", "test"])
+def test_help_starts_with_a_short_usage_and_config_names_the_shipped_configs(subcommand, capsys):
+    with pytest.raises(SystemExit) as ended:
+        main([subcommand, "--help"])
+    assert ended.value.code in (0, None)
+    usage, blank, *rest = capsys.readouterr().out.splitlines()
+    # One usage line (the parser's own lists every option over some 70 lines).
+    assert usage.startswith("usage: ") and usage.endswith(
+        f"{subcommand} --config CONFIG [--config CONFIG ...] --data.path DIR [--ckpt_path CKPT] "
+        "[--SECTION.OPTION VALUE ...]"
+    )
+    assert blank == ""
+    text = " ".join(line.strip() for line in rest)
+    config = text.split("--config CONFIG ", 1)[1].split(" --print_config", 1)[0]
+    readers = [name for name in shipped_configs() if "/" not in name]
+    assert config.split("(", 1)[1].split(";")[0].split(", ") == readers
+    assert "trainer/cpu_debug" in config and "real_news/READER" in config
+    assert "'attentive-reader configs' lists them" in config
+
+
 def test_configs_lists_every_shipped_config_in_one_line(capsys):
     assert main(["configs"]) == 0
     header, *lines = capsys.readouterr().out.splitlines()

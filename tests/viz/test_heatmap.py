@@ -106,6 +106,15 @@ def test_json_round_trip_and_files(tmp_path):
     assert [e.correct for e in entries] == [False, True]
     assert f"./{stem}.html" in a.urls
     assert "2 examples, 1 of 2 answered correctly" in " ".join(a.text)
+    # Each marker with its real name: the first row predicts @entity1 (Zoë), gold @entity0.
+    first_row = index.split(f'href="./{stem}.html">')[1].split("</tr>")[0]
+    cells = re.findall(r"<td>(.*?)</td>", first_row)
+    assert "@entity1 Zoë" in cells and "@entity0 Ann &lt;O&#39;Neil&gt; &amp; Co" in cells
+    listed = json.loads((tmp_path / "index.json").read_text(encoding="utf-8"))
+    assert [(e["prediction_name"], e["answer_name"]) for e in listed] == [
+        ("Zoë", "Ann <O'Neil> & Co"),
+        ("Ann <O'Neil> & Co", "Ann <O'Neil> & Co"),
+    ]
 
 
 def test_a_document_without_gold_answer_gets_no_verdict(tmp_path):

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 from collections.abc import Iterator
@@ -66,6 +67,45 @@ def walk_files(root: Path, suffix: str) -> Iterator[Path]:
 _HUB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?")
 
 
+def _directory_kind(path: str) -> InputKind:
+    """``questions`` or ``stories``: the kind of file a folder holds (searched recursively).
+
+    Raises:
+        UserError: both kinds, or neither (the files it holds instead are counted, and a
+            folder of plain text is told how to become stories).
+    """
+    has_story = has_question = False
+    others: collections.Counter[str] = collections.Counter()
+    for _folder, _dirnames, filenames in os.walk(path):
+        for name in filenames:
+            lower = name.lower()
+            has_story = has_story or lower.endswith(STORY_SUFFIX)
+            has_question = has_question or lower.endswith(QUESTION_SUFFIX)
+            others[os.path.splitext(lower)[1] or "(no suffix)"] += 1
+        if has_story and has_question:
+            raise UserError(
+                f"{path} holds both .story and .question files; pass their folders "
+                "as separate inputs"
+            )
+    if has_question:
+        return "questions"
+    if has_story:
+        return "stories"
+    message = f"{path}: no .story or .question files in this directory (searched recursively)"
+    if not others:
+        raise UserError(f"{message}; it is empty")
+    held = ", ".join(f"{count} {suffix}" for suffix, count in others.most_common(3))
+    more = f" and {len(others) - 3} other kinds" if len(others) > 3 else ""
+    if ".txt" in others:
+        raise UserError(
+            f"{message}; it holds {held} files{more}: a story is its article, then its summary "
+            "points each after an @highlight line (they become the questions): add them and "
+            "rename the files .story, or give one .jsonl/.csv file with article and "
+            "highlights columns (see the Inputs page of the docs)"
+        )
+    raise UserError(f"{message}; it holds {held} files{more}; see the Inputs page of the docs")
+
+
 def _looks_like_path(input: str) -> bool:
     """Whether a name that does not exist locally was meant as a path, not a hub dataset:
     it cannot be a hub name, has a data file's suffix, or its first part is a local folder
@@ -99,24 +139,7 @@ def detect_kind(input: str) -> InputKind:
             )
         return "hf_files"
     if os.path.isdir(path):
-        has_story = has_question = False
-        for _folder, _dirnames, filenames in os.walk(path):
-            for name in filenames:
-                lower = name.lower()
-                has_story = has_story or lower.endswith(STORY_SUFFIX)
-                has_question = has_question or lower.endswith(QUESTION_SUFFIX)
-            if has_story and has_question:
-                raise UserError(
-                    f"{path} holds both .story and .question files; pass their folders "
-                    "as separate inputs"
-                )
-        if has_question:
-            return "questions"
-        if has_story:
-            return "stories"
-        raise UserError(
-            f"{path}: no .story or .question files in this directory (searched recursively)"
-        )
+        return _directory_kind(path)
     if os.path.isfile(path):
         kind = _suffix_kind(path)
         if kind == "archive":
