@@ -110,7 +110,11 @@ def test_a_served_ensemble_answers_as_the_ensemble_does(members, ensemble, train
             status, _, answer = call(url, "/api/answer", {"document": ARTICLE, "query": QUERY})
             assert status == 200
             expected = ensemble.answer(ARTICLE, QUERY).to_json(5)
+            # what `answer --json` prints, the reader block naming files, never folders
+            expected |= {"reader": ensemble.provenance_json(folder=False)}
             assert answer == json.loads(json.dumps(expected))
+            checkpoints = [member["checkpoint"] for member in answer["reader"]["ensemble"]]
+            assert checkpoints == [Path(path).name for path in members]
             health = call(url, "/api/health")[2]
             names = " + ".join(Path(path).name for path in members)
             assert health["model"] == names
