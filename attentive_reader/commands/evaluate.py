@@ -20,6 +20,7 @@ from attentive_reader.common.errors import UserError
 from attentive_reader.common.faults import writing
 from attentive_reader.corpus.records import SPLITS
 from attentive_reader.eval.evaluation import evaluate
+from attentive_reader.eval.progress import QuestionProgress
 from attentive_reader.eval.report import DEFAULT_CANDIDATE_EDGES, DEFAULT_LENGTH_EDGES
 
 
@@ -126,7 +127,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         candidate_edges=args.candidate_buckets,
         max_penalty=args.max_penalty,
         window=args.window,
-        progress=lambda line: print(line, file=sys.stderr),
+        progress=QuestionProgress(sys.stderr),
         ensembles=args.ensemble,
     )
     print(f"{args.split}: {report.num_examples} examples of {args.data}\n")

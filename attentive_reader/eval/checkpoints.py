@@ -6,6 +6,7 @@ checked to read alike (``eval/ensemble.py``), answering by the mean of their pro
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import time
@@ -112,22 +113,27 @@ def read_checkpoints(
     from attentive_reader.eval.inference import load_checkpoint, resolve_device
 
     resolved = resolve_device(device)
+    # a QuestionProgress (eval/progress.py) also counts the questions as they are read
+    reading = getattr(progress, "reading", lambda total: contextlib.nullcontext(None))
     for ckpt in checkpoints:
         if progress is not None:
             progress(f"evaluating {ckpt} on {len(examples)} examples ({resolved})")
         name = _unique_name(str(ckpt), taken)
         loaded = load_checkpoint(ckpt, data, resolved)  # the file is read here, once
-        lines[name], read = _read_split(
-            loaded.reader, loaded.datamodule, str(ckpt), name, data, split, examples, batch_size
-        )
+        with reading(len(examples)) as advance:
+            lines[name], read = _read_split(
+                loaded.reader, loaded.datamodule, str(ckpt), name, data, split, examples,
+                batch_size, advance,
+            )  # fmt: skip
         infos.append(dataclasses.replace(_checkpoint_info(loaded, name, str(ckpt)), **read))
     for members in ensembles:
         name = _unique_name(ensemble_name(members), taken)
         if progress is not None:
             progress(f"evaluating {name} on {len(examples)} examples ({resolved})")
-        lines[name], info = _ensemble_predictions(
-            members, name, data, split, examples, batch_size, resolved
-        )
+        with reading(len(examples)) as advance:
+            lines[name], info = _ensemble_predictions(
+                members, name, data, split, examples, batch_size, resolved, advance
+            )
         infos.append(info)
     return lines, infos
 
@@ -145,6 +151,7 @@ def _ensemble_predictions(
     examples: Sequence[ClozeExample],
     batch_size: int,
     device: Any,
+    advance: Callable[[int], None] | None = None,
 ) -> tuple[tuple[PredictionLine, ...], CheckpointInfo]:
     """An ensemble's line for every example, in stored order, and what the report records.
 
@@ -161,7 +168,7 @@ def _ensemble_predictions(
     check_members([MemberData.of_loaded(one, path) for one, path in zip(loaded, members)])
     ensemble = Ensemble([one.reader for one in loaded])
     predictions, read = _read_split(
-        ensemble, loaded[0].datamodule, name, name, data, split, examples, batch_size
+        ensemble, loaded[0].datamodule, name, name, data, split, examples, batch_size, advance
     )
     member_infos = tuple(
         _checkpoint_info(one, str(path), str(path)) for one, path in zip(loaded, members)
@@ -190,10 +197,11 @@ def _read_split(
     split: Split,
     examples: Sequence[ClozeExample],
     batch_size: int,
+    advance: Callable[[int], None] | None = None,
 ) -> tuple[tuple[PredictionLine, ...], dict[str, Any]]:
     """A reader's line for every example, in stored order, and the report's counts of the
     reading (``seconds``, ``relabelled``, ``unanswerable``); ``source`` names the reader in
-    errors, ``name`` in the lines.
+    errors, ``name`` in the lines; ``advance(n)`` is told each batch's ``n`` questions.
 
     An example that numbers entities beyond the reader's block is read fitted into it
     (``data/entity_block.py``); its line names the stored markers.
@@ -220,6 +228,8 @@ def _read_split(
                 )
             fits.append(example_fit(examples[position], reader.num_entities))
             predictions.append(prediction_line(name, examples[position], record, fits[-1]))
+        if advance is not None:
+            advance(len(batch_prediction.ids))
     if len(predictions) != len(examples):
         raise UserError(
             f"{source}: {len(predictions)} predictions for {len(examples)} examples of {split}"

@@ -274,7 +274,8 @@ def evaluate(
         max_penalty: word-distance baseline: the most one query word can cost (paper: 8).
         window: word-distance baseline: count only query words this close to the
             placeholder (``None``: every query word, as in the paper).
-        progress: called with a line before each checkpoint is read (e.g. ``print``).
+        progress: called with a line before each checkpoint is read (e.g. ``print``); a
+            ``QuestionProgress`` (``eval/progress.py``) also shows the questions read.
         ensembles: lists of checkpoints of one vocabulary, each one more system (after the
             checkpoints) answering by the mean of its readers' probabilities.
 

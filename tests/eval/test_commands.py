@@ -222,3 +222,28 @@ def test_evaluate_and_the_anonymization_report_give_the_same_baselines(toy_run, 
         assert round(100 * first["accuracy"], 1) == figures["first_occurrence"][name]
         ties += expected["correct"] != first["correct"]
     assert ties >= 1  # the data has ties, so the two scorings differ and both were compared
+
+
+def test_evaluate_shows_the_questions_read_in_a_log_and_on_a_terminal(toy_run, capsys):
+    """Not a terminal: the reader's line, then a line as the questions come (every batch
+    here) ending at all 11; a terminal: Rich's bar at 11/11 questions."""
+    import io
+
+    from attentive_reader.eval.evaluation import evaluate
+    from attentive_reader.eval.progress import QuestionProgress
+
+    assert cli(["evaluate", "--ckpt", str(toy_run.attentive), "--data", str(toy_run.data)]) == 0
+    err = capsys.readouterr().err.splitlines()  # captured: not a terminal, so lines
+    assert err[0].startswith(f"evaluating {toy_run.attentive} on 11 examples")
+    assert f"{toy_run.attentive}: 11 of 11 questions (100%) read in " in err[1]
+
+    log = io.StringIO()
+    progress = QuestionProgress(log, style="lines", every_seconds=0)
+    evaluate(toy_run.data, [toy_run.attentive], split="test", batch_size=4, progress=progress)
+    counts = [line.split(": ", 1)[1].split(" of ")[0] for line in log.getvalue().splitlines()[1:]]
+    assert counts == ["4", "8", "11"]  # batches of 4, 4 and 3
+
+    terminal = io.StringIO()
+    bar = QuestionProgress(terminal, style="bar")
+    evaluate(toy_run.data, [toy_run.attentive], split="test", batch_size=4, progress=bar)
+    assert "11/11 questions" in terminal.getvalue() and "100%" in terminal.getvalue()
