@@ -44,6 +44,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from attentive_reader.common.checkpoint_file import read_checkpoint
 from attentive_reader.common.errors import UserError
 from attentive_reader.common.fileio import replacing
+from attentive_reader.training.stopping import ended_by_early_stopping
 
 
 class ReaderCheckpoint(ModelCheckpoint):
@@ -156,10 +157,10 @@ class ReaderCheckpoint(ModelCheckpoint):
         self._refresh_last(trainer, before, again=True)
 
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self.nothing_trained(trainer):
+            return  # a resumed finished run: the checkpoint it resumed is its last
         super().on_train_end(trainer, pl_module)
-        if self._last_global_step_saved != trainer.global_step and not self.nothing_trained(
-            trainer
-        ):
+        if self._last_global_step_saved != trainer.global_step:
             self._refresh_last(trainer, self._last_global_step_saved)
 
     def nothing_trained(self, trainer: pl.Trainer) -> bool:
@@ -220,6 +221,13 @@ class ReaderCheckpoint(ModelCheckpoint):
 def _finished_line(trainer: pl.Trainer) -> str:
     """What a ``fit`` that resumed a finished run says instead of training."""
     done = trainer.current_epoch
+    stopped = ended_by_early_stopping(trainer)
+    if stopped is not None:
+        return (
+            f"nothing to train: {trainer.ckpt_path} is the end of a finished run (epochs done: "
+            f"{done}, steps: {trainer.global_step}): early stopping ended it, {stopped.monitor} "
+            f"not improving for {stopped.wait_count} epochs (patience {stopped.patience})"
+        )
     limits = []
     if trainer.max_epochs is not None and trainer.max_epochs >= 0 and done >= trainer.max_epochs:
         limits.append(f"--trainer.max_epochs ({trainer.max_epochs})")

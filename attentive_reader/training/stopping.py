@@ -3,6 +3,9 @@
 - A run that reaches ``--trainer.max_steps`` in the middle of an epoch validates before it
   stops (as Lightning does when early stopping or ``--trainer.max_time`` stops it), so even
   ``fit --trainer.max_steps 3`` ends with a ``val_acc``, a best checkpoint and its line.
+- A run that early stopping ended stays ended when resumed: Lightning restores the
+  callback's count of epochs without improvement but not its decision, and would train one
+  more epoch; ``fit --ckpt_path`` of such a checkpoint trains nothing and says why.
 - Early stopping waits for its metric: an ``EarlyStopping`` callback whose metric has not
   been computed (no validation has run yet, or the run has no validation) skips its check
   with one line, instead of ending the run with Lightning's error.
@@ -28,6 +31,10 @@ class StopCleanly(Callback):
         self._waiting = [c for c in trainer.callbacks if isinstance(c, EarlyStopping)]
         for callback in self._waiting:
             callback.strict = False  # a missing metric: skip the check (said below)
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.ckpt_path and ended_by_early_stopping(trainer) is not None:
+            trainer.should_stop = True  # the fit loop ends before its first step
 
     def on_train_batch_end(
         self,
@@ -59,3 +66,12 @@ class StopCleanly(Callback):
                     "counts from the first validation on",
                     flush=True,
                 )
+
+
+def ended_by_early_stopping(trainer: pl.Trainer) -> EarlyStopping | None:
+    """The ``EarlyStopping`` callback whose (restored) count of epochs without improvement
+    has reached its patience, if any: the run it checkpointed had been ended by it."""
+    for callback in trainer.callbacks:  # type: ignore[attr-defined]
+        if isinstance(callback, EarlyStopping) and callback.wait_count >= callback.patience > 0:
+            return callback
+    return None

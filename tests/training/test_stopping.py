@@ -100,3 +100,33 @@ def test_a_fit_that_fails_before_training_leaves_no_run_folder(toy, tmp_path, mo
     with pytest.raises(RuntimeError, match="before the first step"):
         cli_main(_fit(toy, "--trainer.callbacks+=failing.FailAtStart"))
     assert not list((tmp_path / "runs" / "lightning_logs").iterdir())
+
+
+def test_a_run_that_early_stopping_ended_stays_ended_when_resumed(
+    toy, tmp_path, monkeypatch, capsys
+):
+    """Patience 1 and an improvement of a whole point asked for: early stopping ends the run
+    after its second epoch. Lightning restores the callback's count but not its decision, so
+    without ``StopCleanly`` the resumed run would train a third epoch."""
+    monkeypatch.chdir(tmp_path)
+    stopper = tmp_path / "stopper.yaml"
+    stopper.write_text(
+        "trainer:\n  callbacks:\n    - class_path: pytorch_lightning.callbacks.EarlyStopping\n"
+        "      init_args: {monitor: val_acc, mode: max, patience: 1, min_delta: 1.0}\n"
+    )
+    assert cli_main(_fit(toy, "--config", str(stopper), "--trainer.max_epochs", "5")) == 0
+    capsys.readouterr()
+    (last,) = Path("runs").glob("lightning_logs/version_0/checkpoints/last.ckpt")
+    steps = 2 * 6  # two epochs of 6 batches
+
+    argv = _fit(
+        toy, "--config", str(stopper), "--trainer.max_epochs", "5", "--ckpt_path", str(last)
+    )
+    assert cli_main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == (
+        f"nothing to train: {last} is the end of a finished run (epochs done: 2, steps: {steps}): "
+        "early stopping ended it, val_acc not improving for 1 epochs (patience 1)"
+    )
+    assert out[-1].startswith("best checkpoint: ") and "(epoch 1, val_acc " in out[-1]
+    assert [p.name for p in (tmp_path / "runs" / "lightning_logs").iterdir()] == ["version_0"]
