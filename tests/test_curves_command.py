@@ -125,6 +125,49 @@ def test_accuracy_over_training_set_size(tmp_path, capsys):
     assert _png_size(png) == (880, 484)
 
 
+def _reading_report(
+    path: Path, models: dict[str, tuple[float, float]], n: int = 200, split: str = "test"
+) -> str:
+    """An ``evaluate --out`` file whose checkpoints read ``(tokens read, accuracy)`` of
+    documents of 800 tokens (the fields ``curves --reading`` reads)."""
+
+    def system(name: str, kind: str, accuracy: float, tokens: float | None) -> dict:
+        overall = {"n": n, "correct": accuracy * n, "accuracy": accuracy}
+        overall.update(ci_low=accuracy - 0.05, ci_high=accuracy + 0.04)
+        found = {"name": name, "kind": kind, "overall": overall}
+        if tokens is not None:
+            found["reading"] = {"tokens_read": tokens, "document_tokens": 800.0}
+        return found
+
+    systems = [system(name, "baseline", value, 800.0) for name, value in BASELINES.items()]
+    systems += [system(name, "model", a, tokens) for name, (tokens, a) in models.items()]
+    report = {"num_examples": n, "inputs": {"split": split}, "systems": systems}
+    path.write_text(json.dumps(report))
+    return str(path)
+
+
+def test_accuracy_against_the_tokens_read(tmp_path, capsys):
+    modes = {"hard [eval_mode=greedy]": (1.0, 0.4), "hard [eval_mode=expected]": (800.0, 0.6)}
+    hard = _reading_report(tmp_path / "hard.json", {**modes, "ar": (800.0, 0.5)})
+    soft = _reading_report(tmp_path / "soft.json", {"ar": (800.0, 0.65)})
+    png = tmp_path / "reading.png"
+    printed = _curves(capsys, "--reading", hard, soft, "--output", str(png))
+    rows = [line for line in printed.splitlines() if line.startswith("| ")][2:]
+    assert rows == [
+        "| hard [eval_mode=greedy] | 1.0 | 800.0 | 40.0 | 35.0-44.0 |",
+        "| hard [eval_mode=expected] | 800.0 | 800.0 | 60.0 | 55.0-64.0 |",
+        "| ar (hard.json) | 800.0 | 800.0 | 50.0 | 45.0-54.0 |",  # one name in two files
+        "| ar (soft.json) | 800.0 | 800.0 | 65.0 | 60.0-69.0 |",
+        "| maximum frequency (baseline) | 800.0 | 800.0 | 25.0 |  |",
+        "| exclusive frequency (baseline) | 800.0 | 800.0 | 30.0 |  |",
+        "| word distance (baseline) | 800.0 | 800.0 | 45.0 |  |",
+    ]
+    assert (
+        "### test accuracy against the document tokens read per question (200 questions)" in printed
+    )
+    assert _png_size(png) == (880, 484)
+
+
 RECORD = {
     "cpu": "a CPU",
     "threads": 1,
@@ -177,6 +220,11 @@ def test_the_learning_figure_is_titled_with_its_corpus(tmp_path):
 
 
 def _mistakes(tmp: Path, runs: Path) -> list[tuple[list[str], str]]:
+    read = _reading_report(tmp / "read.json", {"a": (1.0, 0.5)})
+    read_fewer = _reading_report(tmp / "read_fewer.json", {"a": (1.0, 0.5)}, n=150)
+    read_valid = _reading_report(tmp / "read_valid.json", {"a": (1.0, 0.5)}, split="validation")
+    read_none = _reading_report(tmp / "read_none.json", {})
+    read_old = _reading_report(tmp / "read_old.json", {"old.ckpt": (None, 0.5)})
     good = _evaluated(tmp / "good.json", [0.5])
     fewer = _evaluated(tmp / "fewer.json", [0.5], n=150)
     two = _evaluated(tmp / "two.json", [0.5, 0.6])
@@ -212,6 +260,14 @@ def _mistakes(tmp: Path, runs: Path) -> list[tuple[list[str], str]]:
         (["--size", "A", "half", good], "the share must be a number in (0, 1]"),
         (["--size", "A", "0.5", good, "--size", "A", "0.5", good], "given twice for this reader"),
         (["--size", "A", "0.5"], "argument --size: expected 3 arguments"),
+        (["--reading", read, "--size", "A", "0.5", good], "not --size and --reading"),
+        (["--reading", read, read_fewer], f"{read_fewer}: its questions differ from those of {read}"),
+        (["--reading", read, read_valid], f"{read_valid}: its questions are of the validation split, those of {read} of test"),
+        (["--reading", read, str(tmp / "read.json")], f"--reading {read}: given twice"),
+        (["--reading", read_none], "read_none.json: holds no checkpoint's results; evaluate with --ckpt"),
+        (["--reading", read_old], "read_old.json: old.ckpt has no tokens read: the report was written before evaluate counted them"),
+        (["--reading", str(tmp / "broken.json")], "broken.json: not JSON"),
+        (["--reading", str(tmp / "other.json")], "other.json: not an `attentive-reader evaluate --out` file"),
     ]  # fmt: skip
 
 
@@ -228,7 +284,8 @@ def test_each_mistake_is_one_line(runs, tmp_path, capsys):
 
 def test_help_names_every_kind_and_its_files():
     text = " ".join(build_parser().format_help().split())
-    for shown in ("RUN", "--data", "--size READER SHARE FILE.json", "--learning FILE.json"):
+    shown_kinds = ("--size READER SHARE FILE.json", "--learning FILE.json", "--reading FILE.json")
+    for shown in ("RUN", "--data", *shown_kinds):
         assert shown in text
     assert "--output FILE.png" in text and "(.md: Markdown, .csv: CSV)" in text
     assert main(["--help"]) == 0

@@ -1,8 +1,8 @@
 """``attentive-reader curves``: every curve the toolkit draws, as a table and a PNG.
 
 One kind per call: the validation curves of training runs (run log folders as arguments), test
-accuracy over training-set size (``--size``), or the learning curves of a generated corpus
-(``--learning``). The table goes to the terminal (and to ``--table``), the figure to
+accuracy over training-set size (``--size``), the learning curves of a generated corpus
+(``--learning``), or accuracy against the tokens each system read (``--reading``). The table goes to the terminal (and to ``--table``), the figure to
 ``--output`` (``viz.curves`` does the work).
 """
 
@@ -18,6 +18,7 @@ from attentive_reader.viz.curve_tables import check_table_path, markdown, write_
 from attentive_reader.viz.curves import (
     CurveSet,
     learning_curves,
+    reading_curves,
     size_curves,
     validation_curves,
 )
@@ -29,8 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Print a curve's figures as a Markdown table and draw it as a PNG, one kind per "
             "call: validation accuracy per epoch of training runs (give their log folders), "
-            "test accuracy over training-set size (--size), or the learning curves of "
-            "attentive-reader learning (--learning); the non-neural baselines as lines."
+            "test accuracy over training-set size (--size), the learning curves of "
+            "attentive-reader learning (--learning), or accuracy against the document tokens "
+            "each system read per question (--reading); the non-neural baselines as lines."
         ),
     )
     parser.add_argument(
@@ -60,6 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE.json",
         help="the learning curves that `attentive-reader learning --output` wrote",
     )
+    parser.add_argument(
+        "--reading",
+        nargs="+",
+        default=[],
+        metavar="FILE.json",
+        help="`evaluate --out` files of the same questions: each checkpoint (and each "
+        "--eval-mode of one) a point, its accuracy against the document tokens it read per "
+        "question",
+    )
     parser.add_argument("--output", metavar="FILE.png", help="draw the curves here")
     parser.add_argument(
         "--table", metavar="FILE", help="also write the table here (.md: Markdown, .csv: CSV)"
@@ -73,12 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _curves(args: argparse.Namespace) -> CurveSet:
-    kinds = [kind for kind, given in (("RUN", args.runs), ("--size", args.size)) if given]
+    given = (("RUN", args.runs), ("--size", args.size), ("--reading", args.reading))
+    kinds = [kind for kind, value in given if value]
     kinds += ["--learning"] if args.learning else []
     if len(kinds) != 1:
         raise UserError(
-            "give one kind of curve: run folders (RUN ...), --size points or --learning FILE"
-            + (f", not {' and '.join(kinds)}" if kinds else "")
+            "give one kind of curve: run folders (RUN ...), --size points, --learning FILE or "
+            "--reading FILE ..." + (f", not {' and '.join(kinds)}" if kinds else "")
         )
     if args.data and not args.runs:
         raise UserError("--data gives the baselines of run folders (RUN ...); give them too")
@@ -86,6 +98,8 @@ def _curves(args: argparse.Namespace) -> CurveSet:
         return validation_curves(args.runs, data=args.data, title=args.title)
     if args.size:
         return size_curves(args.size, title=args.title)
+    if args.reading:
+        return reading_curves(args.reading, title=args.title)
     return learning_curves(args.learning, title=args.title)
 
 

@@ -5,7 +5,9 @@ Every example of the split is read exactly once, in one process, by every checkp
 readers' probabilities); the paper's non-neural baselines are computed from the same examples. The report is a Markdown
 table on the terminal and, with ``--out``, a JSON file holding every figure and the inputs
 (checkpoint paths and SHA-256 hashes, the dataset manifest, the split, the options); with
-``--predictions``, a JSON Lines file with each checkpoint's answer to each example.
+``--predictions``, a JSON Lines file with each checkpoint's answer to each example. With
+``--eval-mode``, each checkpoint is read once per mode (a hard-attention reader's greedy,
+sampled or expected reading), each one more system.
 """
 
 from __future__ import annotations
@@ -34,24 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
             "their expected accuracy when ties are broken at random."
         ),
     )
-    parser.add_argument(
-        "--ckpt",
-        nargs="+",
-        default=[],
-        metavar="CKPT",
-        help="reader checkpoints to compare, each evaluated on its own (omit, with no "
-        "--ensemble, for a baselines-only report)",
-    )
-    parser.add_argument(
-        "--ensemble",
-        nargs="+",
-        action="append",
-        default=[],
-        metavar="CKPT",
-        help="checkpoints of one vocabulary and entity range that answer together, by the mean "
-        "of their answer probabilities: one more system, named ensemble(CKPT, ...); repeat "
-        "--ensemble for several ensembles",
-    )
+    _add_systems(parser)
     parser.add_argument("--data", required=True, help="processed dataset directory")
     parser.add_argument("--split", default="test", choices=SPLITS, help="split (default: test)")
     parser.add_argument("--out", help="write the JSON report here (e.g. report.json)")
@@ -101,6 +86,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_systems(parser: argparse.ArgumentParser) -> None:
+    """The options that say which systems read: checkpoints, ensembles, and their modes."""
+    parser.add_argument(
+        "--ckpt",
+        nargs="+",
+        default=[],
+        metavar="CKPT",
+        help="reader checkpoints to compare, each evaluated on its own (omit, with no "
+        "--ensemble, for a baselines-only report)",
+    )
+    parser.add_argument(
+        "--ensemble",
+        nargs="+",
+        action="append",
+        default=[],
+        metavar="CKPT",
+        help="checkpoints of one vocabulary and entity range that answer together, by the mean "
+        "of their answer probabilities: one more system, named ensemble(CKPT, ...); repeat "
+        "--ensemble for several ensembles",
+    )
+    parser.add_argument(
+        "--eval-mode",
+        nargs="+",
+        default=[],
+        metavar="MODE",
+        help="read each --ckpt once per mode, each one more system named 'CKPT "
+        "[eval_mode=MODE]': the modes of a hard-attention reader (greedy, sample, expected, "
+        "uniform); set on the loaded reader, nothing else changes (default: each checkpoint "
+        "once, in the mode it was saved with)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="every reading of the split starts from torch's generators seeded with it, so "
+        "a sampled mode draws the same selections in every run with the same batch size and "
+        "device (default: %(default)s)",
+    )
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.predictions is not None and not (args.ckpt or args.ensemble):
@@ -129,6 +154,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         window=args.window,
         progress=QuestionProgress(sys.stderr),
         ensembles=args.ensemble,
+        eval_modes=args.eval_mode,
+        seed=args.seed,
     )
     print(f"{args.split}: {report.num_examples} examples of {args.data}\n")
     print(report.markdown())

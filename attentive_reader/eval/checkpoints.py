@@ -2,6 +2,13 @@
 example of the split in stored order, and what the report records of it (``CheckpointInfo``).
 An ensemble (``--ensemble``) is one more system: its members' checkpoints, each read once,
 checked to read alike (``eval/ensemble.py``), answering by the mean of their probabilities.
+
+With ``eval_modes`` (``--eval-mode``), each checkpoint is one system per mode: the file is read
+once, and before each reading of the split the loaded reader's ``eval_mode`` attribute is set
+(nothing else changes: the same weights, examples and batches). Every reading of the split
+starts from torch's random generators seeded with ``seed`` (and restores them after), so a
+sampled mode draws the same selections in every run with the same seed, batch size and device,
+whatever the order of the systems.
 """
 
 from __future__ import annotations
@@ -51,6 +58,8 @@ class CheckpointInfo:
             An ensemble's ``path`` joins its members' with `` + ``, its ``sha256`` is the
             SHA-256 of their hashes in order, its ``reader`` the ``Ensemble`` class, and its
             ``hyper_parameters`` and ``optimizer`` are empty.
+        eval_mode: the ``eval_mode`` the reader was set to read with (``--eval-mode``);
+            ``None``: the one it was saved with (``hyper_parameters`` hold that one).
     """
 
     name: str
@@ -65,6 +74,7 @@ class CheckpointInfo:
     relabelled: int = 0
     unanswerable: int = 0
     members: tuple[CheckpointInfo, ...] = ()
+    eval_mode: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +90,7 @@ class CheckpointInfo:
             "relabelled": self.relabelled,
             "unanswerable": self.unanswerable,
             "members": [member.to_json() for member in self.members],
+            "eval_mode": self.eval_mode,
         }
 
     @classmethod
@@ -99,12 +110,17 @@ def read_checkpoints(
     taken: set[str],
     progress: Callable[[str], None] | None,
     ensembles: Sequence[Sequence[str | Path]] = (),
+    *,
+    eval_modes: Sequence[str] = (),
+    seed: int = 0,
 ) -> tuple[dict[str, tuple[PredictionLine, ...]], list[CheckpointInfo]]:
-    """Each checkpoint's and then each ensemble's lines (by its unique name; ``taken``: names
-    already used) and infos.
+    """Each checkpoint's (once per mode of ``eval_modes``, named ``CKPT [eval_mode=MODE]``)
+    and then each ensemble's lines (by its unique name; ``taken``: names already used) and
+    infos; every reading of the split starts from ``seed``.
 
     Raises:
-        UserError: a bad checkpoint, or an ensemble whose members read differently.
+        UserError: a bad checkpoint, a mode its reader cannot read with, or an ensemble
+            whose members read differently.
     """
     lines: dict[str, tuple[PredictionLine, ...]] = {}
     infos: list[CheckpointInfo] = []
@@ -113,29 +129,75 @@ def read_checkpoints(
     from attentive_reader.eval.inference import load_checkpoint, resolve_device
 
     resolved = resolve_device(device)
+    _check_later_modes(checkpoints, eval_modes)
     # a QuestionProgress (eval/progress.py) also counts the questions as they are read
     reading = getattr(progress, "reading", lambda total: contextlib.nullcontext(None))
     for ckpt in checkpoints:
-        if progress is not None:
-            progress(f"evaluating {ckpt} on {len(examples)} examples ({resolved})")
-        name = _unique_name(str(ckpt), taken)
         loaded = load_checkpoint(ckpt, data, resolved)  # the file is read here, once
-        with reading(len(examples)) as advance:
-            lines[name], read = _read_split(
-                loaded.reader, loaded.datamodule, str(ckpt), name, data, split, examples,
-                batch_size, advance,
-            )  # fmt: skip
-        infos.append(dataclasses.replace(_checkpoint_info(loaded, name, str(ckpt)), **read))
+        for asked in eval_modes:  # every mode checked before the first is read
+            set_eval_mode(loaded.reader, asked, ckpt)
+        modes: list[str | None] = [*eval_modes] or [None]
+        for mode in modes:
+            label = str(ckpt) if mode is None else f"{ckpt} [eval_mode={mode}]"
+            if progress is not None:
+                progress(f"evaluating {label} on {len(examples)} examples ({resolved})")
+            name = _unique_name(label, taken)
+            if mode is not None:
+                set_eval_mode(loaded.reader, mode, ckpt)
+            with reading(len(examples)) as advance:
+                lines[name], read = _read_split(
+                    loaded.reader, loaded.datamodule, str(ckpt), name, data, split, examples,
+                    batch_size, seed, advance,
+                )  # fmt: skip
+            info = _checkpoint_info(loaded, name, str(ckpt))
+            infos.append(dataclasses.replace(info, eval_mode=mode, **read))
     for members in ensembles:
         name = _unique_name(ensemble_name(members), taken)
         if progress is not None:
             progress(f"evaluating {name} on {len(examples)} examples ({resolved})")
         with reading(len(examples)) as advance:
             lines[name], info = _ensemble_predictions(
-                members, name, data, split, examples, batch_size, resolved, advance
+                members, name, data, split, examples, batch_size, resolved, seed, advance
             )
         infos.append(info)
     return lines, infos
+
+
+def set_eval_mode(reader: ClozeReader, mode: str, source: str | Path) -> None:
+    """Set the loaded ``reader`` to read with ``mode`` (its ``eval_mode`` attribute, which
+    checks the mode and chooses its part).
+
+    Raises:
+        UserError: naming ``source``, for a reader that reads one way (no ``eval_modes``) or a
+            mode it cannot read with.
+    """
+    if not reader.eval_modes:
+        raise UserError(
+            f"--eval-mode {mode}: {source} holds a reader that reads one way "
+            f"({type(reader).__name__}, no eval_mode); evaluate it without --eval-mode, in a "
+            "call of its own"
+        )
+    try:
+        reader.eval_mode = mode  # type: ignore[assignment]
+    except ValueError as error:
+        raise UserError(f"--eval-mode {mode}: {source}: {error}") from None
+
+
+def _check_later_modes(checkpoints: Sequence[str | Path], eval_modes: Sequence[str]) -> None:
+    """Every mode set on the reader of each checkpoint after the first (mapped from its file,
+    not read whole), so that a mistake is told before anything is read; the first is checked
+    as it is loaded.
+
+    Raises:
+        UserError: as ``set_eval_mode``.
+    """
+    from attentive_reader.common.checkpoint_file import read_checkpoint
+    from attentive_reader.models.loading import reader_from_checkpoint
+
+    for ckpt in list(checkpoints)[1:] if eval_modes else []:
+        reader = reader_from_checkpoint(read_checkpoint(ckpt, "cpu", mmap=True), ckpt)
+        for mode in eval_modes:
+            set_eval_mode(reader, mode, ckpt)
 
 
 def ensemble_name(members: Sequence[str | Path]) -> str:
@@ -151,6 +213,7 @@ def _ensemble_predictions(
     examples: Sequence[ClozeExample],
     batch_size: int,
     device: Any,
+    seed: int,
     advance: Callable[[int], None] | None = None,
 ) -> tuple[tuple[PredictionLine, ...], CheckpointInfo]:
     """An ensemble's line for every example, in stored order, and what the report records.
@@ -168,8 +231,9 @@ def _ensemble_predictions(
     check_members([MemberData.of_loaded(one, path) for one, path in zip(loaded, members)])
     ensemble = Ensemble([one.reader for one in loaded])
     predictions, read = _read_split(
-        ensemble, loaded[0].datamodule, name, name, data, split, examples, batch_size, advance
-    )
+        ensemble, loaded[0].datamodule, name, name, data, split, examples, batch_size, seed,
+        advance,
+    )  # fmt: skip
     member_infos = tuple(
         _checkpoint_info(one, str(path), str(path)) for one, path in zip(loaded, members)
     )
@@ -197,11 +261,15 @@ def _read_split(
     split: Split,
     examples: Sequence[ClozeExample],
     batch_size: int,
+    seed: int,
     advance: Callable[[int], None] | None = None,
 ) -> tuple[tuple[PredictionLine, ...], dict[str, Any]]:
     """A reader's line for every example, in stored order, and the report's counts of the
     reading (``seconds``, ``relabelled``, ``unanswerable``); ``source`` names the reader in
     errors, ``name`` in the lines; ``advance(n)`` is told each batch's ``n`` questions.
+
+    torch's random generators are seeded with ``seed`` for the reading and restored after
+    (a sampled ``eval_mode`` draws its selections from them).
 
     An example that numbers entities beyond the reader's block is read fitted into it
     (``data/entity_block.py``); its line names the stored markers.
@@ -209,6 +277,8 @@ def _read_split(
     Raises:
         UserError: if the reader's rows are not the examples, each once, in stored order.
     """
+    import torch
+
     from attentive_reader.data.entity_block import example_fit
     from attentive_reader.eval.inference import iterate_predictions
 
@@ -216,20 +286,22 @@ def _read_split(
     predictions: list[PredictionLine] = []
     fits: list[EntityFit] = []
     device = next(reader.parameters()).device
-    for _, batch_prediction in iterate_predictions(
-        reader, datamodule, split, batch_size=batch_size, device=device
-    ):
-        for record in batch_prediction.records():
-            position = len(predictions)
-            if position >= len(examples) or examples[position].id != record.id:
-                raise UserError(
-                    f"{source}: the reader's data order differs from {data} [{split}] at row "
-                    f"{position} (example {record.id}); is it the same dataset?"
-                )
-            fits.append(example_fit(examples[position], reader.num_entities))
-            predictions.append(prediction_line(name, examples[position], record, fits[-1]))
-        if advance is not None:
-            advance(len(batch_prediction.ids))
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        for _, batch_prediction in iterate_predictions(
+            reader, datamodule, split, batch_size=batch_size, device=device
+        ):
+            for record in batch_prediction.records():
+                position = len(predictions)
+                if position >= len(examples) or examples[position].id != record.id:
+                    raise UserError(
+                        f"{source}: the reader's data order differs from {data} [{split}] at "
+                        f"row {position} (example {record.id}); is it the same dataset?"
+                    )
+                fits.append(example_fit(examples[position], reader.num_entities))
+                predictions.append(prediction_line(name, examples[position], record, fits[-1]))
+            if advance is not None:
+                advance(len(batch_prediction.ids))
     if len(predictions) != len(examples):
         raise UserError(
             f"{source}: {len(predictions)} predictions for {len(examples)} examples of {split}"

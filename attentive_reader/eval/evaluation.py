@@ -22,7 +22,7 @@ from attentive_reader.common.checkpoint_file import check_checkpoint_file
 from attentive_reader.common.checks import check_positive_options
 from attentive_reader.common.errors import UserError
 from attentive_reader.common.fileio import write_json_atomic
-from attentive_reader.corpus.baselines import score_baselines
+from attentive_reader.corpus.baselines import BaselineName, BaselineScores, score_baselines
 from attentive_reader.corpus.manifest import read_manifest
 from attentive_reader.corpus.records import SPLITS, ClozeExample, Split, load_split
 from attentive_reader.eval.checkpoints import CheckpointInfo, read_checkpoints
@@ -31,6 +31,7 @@ from attentive_reader.eval.report import (
     DEFAULT_CANDIDATE_EDGES,
     DEFAULT_LENGTH_EDGES,
     Accuracy,
+    Reading,
     SystemKind,
     build_report,
     markdown_tables,
@@ -51,6 +52,8 @@ class SystemResult:
         by_num_candidates: bucket label -> accuracy.
         first_occurrence: a baseline's accuracy with ties broken by first occurrence
             (``None`` for a model).
+        reading: the tokens it read per question and the document tokens it was given
+            (means; ``None`` in a report made before they were counted).
     """
 
     name: str
@@ -59,6 +62,7 @@ class SystemResult:
     by_context_length: dict[str, Accuracy]
     by_num_candidates: dict[str, Accuracy]
     first_occurrence: Accuracy | None = None
+    reading: Reading | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -70,11 +74,13 @@ class SystemResult:
         }
         if self.first_occurrence is not None:
             data["first_occurrence"] = self.first_occurrence.to_dict()
+        if self.reading is not None:
+            data["reading"] = self.reading.to_dict()
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SystemResult:
-        first = data.get("first_occurrence")
+        first, reading = data.get("first_occurrence"), data.get("reading")
         return cls(
             name=data["name"],
             kind=data["kind"],
@@ -82,6 +88,7 @@ class SystemResult:
             by_context_length={k: Accuracy(**v) for k, v in data["by_context_length"].items()},
             by_num_candidates={k: Accuracy(**v) for k, v in data["by_num_candidates"].items()},
             first_occurrence=None if first is None else Accuracy(**first),
+            reading=None if reading is None else Reading(**reading),
         )
 
 
@@ -95,6 +102,10 @@ class EvaluationOptions:
         max_penalty: the word-distance baseline's largest cost of one query word.
         window: the word-distance baseline's window around the placeholder (``None``: all).
         baseline_seconds: the time the baselines took.
+        seed: the seed every reading of the split starts from (a sampled ``eval_mode``'s
+            draws).
+        eval_modes: the modes each checkpoint was read in (``--eval-mode``; empty: each in
+            its own).
     """
 
     batch_size: int = 64
@@ -102,6 +113,8 @@ class EvaluationOptions:
     max_penalty: int = 8
     window: int | None = None
     baseline_seconds: float = 0.0
+    seed: int = 0
+    eval_modes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,6 +122,8 @@ class EvaluationOptions:
             "device": self.device,
             "word_distance": {"max_penalty": self.max_penalty, "window": self.window},
             "baseline_seconds": self.baseline_seconds,
+            "seed": self.seed,
+            "eval_modes": list(self.eval_modes),
         }
 
     @classmethod
@@ -120,6 +135,8 @@ class EvaluationOptions:
             max_penalty=distance.get("max_penalty", 8),
             window=distance.get("window"),
             baseline_seconds=data.get("baseline_seconds", 0.0),
+            seed=data.get("seed", 0),
+            eval_modes=tuple(data.get("eval_modes", ())),
         )
 
 
@@ -258,6 +275,8 @@ def evaluate(
     window: int | None = None,
     progress: Callable[[str], None] | None = None,
     ensembles: Sequence[Sequence[str | Path]] = (),
+    eval_modes: Sequence[str] = (),
+    seed: int = 0,
 ) -> Report:
     """Evaluate checkpoints and ensembles (and the paper's baselines) on every example of a
     split.
@@ -278,35 +297,33 @@ def evaluate(
             ``QuestionProgress`` (``eval/progress.py``) also shows the questions read.
         ensembles: lists of checkpoints of one vocabulary, each one more system (after the
             checkpoints) answering by the mean of its readers' probabilities.
+        eval_modes: read each checkpoint once per mode (its reader's ``eval_mode``, set after
+            loading), each a system ``CKPT [eval_mode=MODE]`` (ensembles: their own modes).
+        seed: every reading of the split starts from torch's generators seeded with it.
 
     Returns:
         The report; ``report.to_json()`` is what ``attentive-reader evaluate --out`` writes.
 
     Raises:
         UserError: for a bad option, a missing checkpoint, a dataset that is not one or
-            an empty split, a checkpoint whose data order differs from the dataset's, or an
-            ensemble whose checkpoints read differently (``eval/ensemble.py``).
+            an empty split, a checkpoint whose data order differs from the dataset's, a mode
+            its reader cannot read with, or an ensemble whose checkpoints read differently.
     """
     _check_options(split, batch_size, max_penalty, length_edges, candidate_edges)
-    _check_checkpoints(checkpoints, ensembles)
+    _check_checkpoints(checkpoints, ensembles, eval_modes, seed)
     data = Path(data)
     examples = load_examples(data, split)
     if not examples:
         raise UserError(f"{data} [{split}] holds no examples")
-    started = time.perf_counter()
-    baselines = score_baselines(examples, max_penalty=max_penalty, window=window)
-    baseline_seconds = round(time.perf_counter() - started, 3)
+    baselines, baseline_seconds = _timed_baselines(examples, max_penalty, window)
     lines, infos = read_checkpoints(
-        checkpoints, data, split, examples, batch_size, device, set(baselines), progress, ensembles
-    )
+        checkpoints, data, split, examples, batch_size, device, set(baselines), progress,
+        ensembles, eval_modes=eval_modes, seed=seed,
+    )  # fmt: skip
     models = {name: tuple(line.prediction for line in rows) for name, rows in lines.items()}
-    figures = build_report(
-        examples,
-        models,
-        baselines=baselines,
-        length_edges=length_edges,
-        candidate_edges=candidate_edges,
-    )
+    reading = {name: read for name, rows in lines.items() if (read := _reading(rows))}
+    edges = {"length_edges": length_edges, "candidate_edges": candidate_edges}
+    figures = build_report(examples, models, baselines=baselines, reading=reading, **edges)
     return Report(
         tool=f"attentive-reader {__version__} evaluate",
         created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -314,28 +331,57 @@ def evaluate(
         split=split,
         manifest=read_manifest(data),
         checkpoints=tuple(infos),
-        options=EvaluationOptions(batch_size, device, max_penalty, window, baseline_seconds),
+        options=EvaluationOptions(
+            batch_size, device, max_penalty, window, baseline_seconds, seed, tuple(eval_modes)
+        ),
         num_examples=figures["num_examples"],
         length_edges=tuple(length_edges),
         candidate_edges=tuple(candidate_edges),
         systems=tuple(SystemResult.from_json(s) for s in figures["systems"]),
-        predictions={
-            **{name: scores.first_occurrence for name, scores in baselines.items()},
-            **models,
-        },
+        predictions={**{name: s.first_occurrence for name, s in baselines.items()}, **models},
         lines=lines,
     )
 
 
+def _timed_baselines(
+    examples: Sequence[ClozeExample], max_penalty: int, window: int | None
+) -> tuple[dict[BaselineName, BaselineScores], float]:
+    """The baselines' scores (``score_baselines``) and the seconds they took."""
+    started = time.perf_counter()
+    baselines = score_baselines(examples, max_penalty=max_penalty, window=window)
+    return baselines, round(time.perf_counter() - started, 3)
+
+
+def _reading(lines: Sequence[PredictionLine]) -> Reading | None:
+    """What a system read per question, from its lines (``None`` where a line does not say)."""
+    read = [line.tokens_read for line in lines]
+    given = [line.document_tokens for line in lines]
+    if not lines or None in read or None in given:
+        return None
+    return Reading.of(read, given)  # type: ignore[arg-type]
+
+
 def _check_checkpoints(
-    checkpoints: Sequence[str | Path], ensembles: Sequence[Sequence[str | Path]]
+    checkpoints: Sequence[str | Path],
+    ensembles: Sequence[Sequence[str | Path]],
+    eval_modes: Sequence[str],
+    seed: int,
 ) -> None:
     """Raise a ``UserError`` naming the first missing or unreadable checkpoint or an empty
-    ensemble (``check_checkpoint_file``: without loading torch)."""
+    ensemble (``check_checkpoint_file``: without loading torch), for ``--eval-mode`` without
+    a checkpoint or a mode given twice, or a negative seed (whether each reader has the mode
+    is told once it is loaded)."""
     for ckpt in [*checkpoints, *(member for members in ensembles for member in members)]:
         check_checkpoint_file(ckpt)
     if any(not members for members in ensembles):
         raise UserError("an ensemble needs at least one checkpoint")
+    if eval_modes and not checkpoints:
+        raise UserError("--eval-mode sets how each --ckpt reads; give a checkpoint (--ckpt)")
+    twice = sorted({mode for mode in eval_modes if list(eval_modes).count(mode) > 1})
+    if twice:
+        raise UserError(f"--eval-mode names {', '.join(twice)} twice; name each mode once")
+    if seed < 0:
+        raise UserError(f"--seed must be >= 0, got {seed}")
 
 
 def _check_options(

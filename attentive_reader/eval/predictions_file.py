@@ -43,6 +43,9 @@ class PredictionLine:
         gold_probability: the reader's probability of the answer.
         correct: whether the prediction is the answer.
         num_candidates: the example's candidate entities (as in the report's breakdown).
+        tokens_read: the document tokens the answer was computed from
+            (``ClozeReader.reading_mask``; ``None`` where the reader did not say).
+        document_tokens: the document tokens the reader was given (its context cap applied).
     """
 
     checkpoint: str
@@ -56,6 +59,8 @@ class PredictionLine:
     gold_probability: float
     correct: bool
     num_candidates: int
+    tokens_read: int | None = None
+    document_tokens: int | None = None
 
     @classmethod
     def of(
@@ -65,8 +70,11 @@ class PredictionLine:
         prediction: str,
         prediction_probability: float,
         gold_probability: float,
+        tokens_read: int | None = None,
+        document_tokens: int | None = None,
     ) -> PredictionLine:
-        """The line of ``example`` answered ``prediction`` with these probabilities."""
+        """The line of ``example`` answered ``prediction`` with these probabilities, having
+        read ``tokens_read`` of the ``document_tokens`` it was given."""
         return cls(
             checkpoint=checkpoint,
             id=example.id,
@@ -79,6 +87,8 @@ class PredictionLine:
             gold_probability=_probability(gold_probability),
             correct=prediction == example.answer,
             num_candidates=len(example.candidates),
+            tokens_read=tokens_read,
+            document_tokens=document_tokens,
         )
 
     def to_json(self) -> dict:
@@ -98,7 +108,15 @@ def prediction_line(
     predicted = entity_marker(fit.stored_number(record.prediction))
     answer = fit.reader_number(entity_index(example.answer))
     gold = 0.0 if answer is None else float(record.probs[answer])
-    return PredictionLine.of(name, example, predicted, float(record.probs[record.prediction]), gold)
+    return PredictionLine.of(
+        name,
+        example,
+        predicted,
+        float(record.probs[record.prediction]),
+        gold,
+        tokens_read=record.tokens_read,
+        document_tokens=record.context_length,
+    )
 
 
 def write_predictions(path: str | Path, lines: Iterable[PredictionLine]) -> Path:

@@ -92,6 +92,40 @@ class Accuracy:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How much of the documents a system read: means per question.
+
+    Attributes:
+        tokens_read: the document tokens the answer was computed from (a reader's
+            ``ClozeReader.reading_mask``: every token for a soft reader, the selected ones
+            for a hard one; a baseline scans every token).
+        document_tokens: the document tokens the system was given (after a checkpoint's
+            context cap; a baseline's: the stored documents').
+    """
+
+    tokens_read: float
+    document_tokens: float
+
+    @classmethod
+    def of(cls, tokens_read: Sequence[int], document_tokens: Sequence[int]) -> Reading:
+        """The means of per-question counts.
+
+        Raises:
+            ValueError: if the two lists differ in length or are empty.
+        """
+        if len(tokens_read) != len(document_tokens) or not tokens_read:
+            raise ValueError(
+                f"need one count of each per question, got {len(tokens_read)} and "
+                f"{len(document_tokens)}"
+            )
+        n = len(tokens_read)
+        return cls(sum(tokens_read) / n, sum(document_tokens) / n)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
 def bucket_label(value: int, edges: Sequence[int]) -> str:
     """The label of the bucket holding ``value``; ``edges`` are ascending lower bounds.
 
@@ -157,8 +191,10 @@ def system_result(
     length_edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
     candidate_edges: Sequence[int] = DEFAULT_CANDIDATE_EDGES,
     first_occurrence: Sequence[str] | None = None,
+    reading: Reading | None = None,
 ) -> dict:
-    """One system's figures: overall accuracy and both breakdowns (a JSON-able dict).
+    """One system's figures: overall accuracy, both breakdowns and what it read (a JSON-able
+    dict).
 
     Args:
         name: the system's name in tables (a baseline name or a checkpoint path).
@@ -170,6 +206,7 @@ def system_result(
         candidate_edges: lower bounds of the number-of-candidates buckets.
         first_occurrence: a baseline's predictions with ties broken by first occurrence;
             their overall accuracy is kept as ``first_occurrence``.
+        reading: how much of the documents it read (kept as ``reading``; none: left out).
 
     Raises:
         ValueError: if there is not exactly one score per example.
@@ -197,6 +234,8 @@ def system_result(
     if first_occurrence is not None:
         first = Accuracy.of(correct_flags(first_occurrence, examples))
         result["first_occurrence"] = first.to_dict()
+    if reading is not None:
+        result["reading"] = reading.to_dict()
     return result
 
 
@@ -212,6 +251,7 @@ def build_report(
     baselines: Mapping[str, BaselineScores] | None = None,
     length_edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
     candidate_edges: Sequence[int] = DEFAULT_CANDIDATE_EDGES,
+    reading: Mapping[str, Reading] | None = None,
 ) -> dict:
     """The figures of the baselines and the models on one set of examples (JSON-able).
 
@@ -222,6 +262,8 @@ def build_report(
             with the paper's settings when ``None``.
         length_edges: lower bounds of the context-length buckets.
         candidate_edges: lower bounds of the number-of-candidates buckets.
+        reading: model name -> how much of the documents it read (a model left out has no
+            ``reading``); each baseline reads every token of the stored documents.
 
     Returns:
         ``{"num_examples", "buckets", "systems": [...]}``: the baselines first (expected
@@ -230,6 +272,9 @@ def build_report(
     """
     if baselines is None:
         baselines = score_baselines(examples)
+    reading = reading or {}
+    lengths = [len(ex.context) for ex in examples]
+    every_token = Reading.of(lengths, lengths) if examples else None
     edges = {"length_edges": length_edges, "candidate_edges": candidate_edges}
     systems = [
         system_result(
@@ -238,6 +283,7 @@ def build_report(
             scores.credits,
             examples,
             first_occurrence=scores.first_occurrence,
+            reading=every_token,
             **edges,
         )
         for name, scores in baselines.items()
@@ -249,7 +295,9 @@ def build_report(
                 "every example must be predicted exactly once"
             )
         flags = correct_flags(predictions, examples)
-        systems.append(system_result(name, "model", flags, examples, **edges))
+        systems.append(
+            system_result(name, "model", flags, examples, reading=reading.get(name), **edges)
+        )
     return {
         "num_examples": len(examples),
         "buckets": {
@@ -320,10 +368,18 @@ def _block_notes(report: dict) -> list[str]:
     return ["", *notes] if notes else []
 
 
+READING_NOTE = (
+    "Tokens read: the mean document tokens per question that a system's answer is computed "
+    "from, of the mean document tokens it was given (the encoders of every reader run over "
+    "the whole document)."
+)
+
+
 def _overall_table(systems: Sequence[dict]) -> list[str]:
     lines = [
-        "| system | kind | accuracy (%) | 95% CI (%) | correct / n | first-occurrence ties (%) |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| system | kind | accuracy (%) | 95% CI (%) | correct / n | first-occurrence ties (%) "
+        "| tokens read |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for s in systems:
         o, first = s["overall"], s.get("first_occurrence")
@@ -331,11 +387,21 @@ def _overall_table(systems: Sequence[dict]) -> list[str]:
             f"| {_cell(s['name'])} | {s['kind']} | {_percent(o['accuracy'])} | "
             f"{_percent(o['ci_low'])}-{_percent(o['ci_high'])} | "
             f"{_count(o['correct'])} / {o['n']} | "
-            f"{'-' if first is None else _percent(first['accuracy'])} |"
+            f"{'-' if first is None else _percent(first['accuracy'])} | {_reading(s)} |"
         )
     if any(s["kind"] == "baseline" for s in systems):
         lines += ["", BASELINE_NOTE]
+    if any(s.get("reading") for s in systems if s["kind"] == "model"):
+        lines += ["", READING_NOTE]
     return lines
+
+
+def _reading(system: dict) -> str:
+    """``tokens read of document tokens`` per question (means), or ``-`` where not known."""
+    reading = system.get("reading")
+    if not reading:
+        return "-"
+    return f"{reading['tokens_read']:.1f} of {reading['document_tokens']:.1f}"
 
 
 def _count(correct: float) -> str:

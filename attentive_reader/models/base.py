@@ -108,6 +108,9 @@ class ClozeReader(pl.LightningModule):
         min_lr: the schedule never goes below this rate.
     """
 
+    #: The ways a reader can be set to read in evaluation (its ``eval_mode`` attribute, set
+    #: after loading); empty: it reads one way.
+    eval_modes: ClassVar[tuple[str, ...]] = ()
     #: The answer layers a reader class accepts (``build_answer_layer`` checks against them).
     answer_layers: ClassVar[tuple[AnswerLayerName, ...]] = ("output", "tied", "pointer")
     #: Init arguments a reader class passes to its base class itself, not the user's choice:
@@ -363,7 +366,18 @@ class ClozeReader(pl.LightningModule):
         """Predictions for one batch, on the CPU, with the reader's ``extras`` (e.g. the
         Gated-Attention Reader's ``hop_attention``); ``.records()`` gives one ``Prediction``
         per example."""
-        return BatchPrediction.of(batch, self(batch))
+        output = self(batch)
+        return BatchPrediction.of(batch, output, read=self.reading_mask(batch, output))
+
+    def reading_mask(self, batch: ClozeBatch, output: ReaderOutput) -> Tensor:
+        """The document positions whose states the answer of ``output`` is computed from,
+        (b, n) bool: every real token for a reader that reads the whole document (the
+        default); a reader that reads less says what it read.
+
+        The encoders run over every token whatever this says: it counts what the answer
+        reads of their states, the figure a selective reader saves on.
+        """
+        return batch.context_mask
 
     def configure_optimizers(self) -> torch.optim.Optimizer | dict[str, Any]:
         """The optimiser of the ``optimizer``, ``lr``, ``weight_decay`` and

@@ -17,8 +17,9 @@ tokens; members without attention (the Deep LSTM Reader) are left out of the mea
 members' attention differs in form (an Impatient Reader's one row per query token beside
 another reader's single row), each Impatient member enters with the row of its last real query
 token (the attention of its final read). Hard-attention members' selected positions are all
-shown; the members' extras (e.g. a Gated-Attention Reader's hop attention) are not kept. A
-one-member ensemble is its member: the same prediction record, extras included.
+shown; the members' extras (e.g. a Gated-Attention Reader's hop attention) are not kept. The
+ensemble reads the tokens any member reads (the union of their reading masks). A one-member
+ensemble is its member: the same prediction record, extras included.
 """
 
 from __future__ import annotations
@@ -76,8 +77,9 @@ def average(predictions: Sequence[BatchPrediction]) -> BatchPrediction:
 
     Returns:
         ``probs`` the members' mean (b, e), ``logits`` its logarithm (non-candidates at the
-        most negative float), ``prediction`` its argmax; attention and selected positions as
-        the module docstring says. One prediction is returned as it is.
+        most negative float), ``prediction`` its argmax, ``read`` the positions any member
+        read (``None`` when a member does not say); attention and selected positions as the
+        module docstring says. One prediction is returned as it is.
     """
     first = predictions[0]
     if len(predictions) == 1:
@@ -85,6 +87,8 @@ def average(predictions: Sequence[BatchPrediction]) -> BatchPrediction:
     probs = torch.stack([p.probs for p in predictions]).mean(0)  # (b, e)
     logits = torch.where(probs > 0, probs.log(), torch.finfo(probs.dtype).min)  # (b, e)
     selected = [p.selected for p in predictions if p.selected is not None]  # each (b, k_r)
+    reads = [p.read for p in predictions if p.read is not None]  # each (b, n) bool
+    read = torch.stack(reads).any(0) if len(reads) == len(predictions) else None  # (b, n)
     return BatchPrediction(
         ids=list(first.ids),
         logits=logits,
@@ -95,6 +99,7 @@ def average(predictions: Sequence[BatchPrediction]) -> BatchPrediction:
         selected=torch.cat(selected, dim=-1) if selected else None,  # (b, sum k_r)
         context_lengths=first.context_lengths,
         query_lengths=first.query_lengths,
+        read=read,
     )
 
 

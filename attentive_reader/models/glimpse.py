@@ -219,6 +219,7 @@ class _GlimpseReader(PairReader):
                 [position_weights(w, mask) for w in all_weights], dim=1
             ),  # (b, K, n)
             tokens_read=seen.sum(-1),  # (b,)
+            read_mask=seen,  # (b, n)
             tokens_pooled=None if pooled is None else pooled.any(1).sum(-1),  # (b,)
             **stacked,
         )
@@ -243,6 +244,14 @@ class _GlimpseReader(PairReader):
     def auxiliary_loss(self, batch: ClozeBatch, output: ReaderOutput) -> Tensor | None:
         """A loss added to the cross-entropy in training (None: none)."""
         return None
+
+    def reading_mask(self, batch: ClozeBatch, output: ReaderOutput) -> Tensor:
+        """The tokens any glimpse read at full resolution (``tokens_read``; the Gaussian
+        filters' support above ``SUPPORT_THRESHOLD``); tokens only inside a pooled retina
+        window (``tokens_pooled``) or a coarse view's chunk mean are not counted."""
+        extras = output.extras
+        assert isinstance(extras, GlimpseExtras) and extras.read_mask is not None
+        return extras.read_mask
 
     def log_reading(self, batch: ClozeBatch, extras: GlimpseExtras, stage: str) -> None:
         """Log the epoch's mean tokens read per example, the mean document length, and the

@@ -140,6 +140,7 @@ class HardAttentionReader(PairReader):
     """
 
     answer_layers = ("output", "tied")
+    eval_modes = get_args(EvalModeName)
 
     def __init__(
         self,
@@ -261,6 +262,22 @@ class HardAttentionReader(PairReader):
         return ReaderOutput(
             logits=logits, attention=policy.weights, selected=positions[:, 0], extras=extras
         )
+
+    def reading_mask(self, batch: ClozeBatch, output: ReaderOutput) -> Tensor:
+        """The positions the answer read, (b, n) bool: those of every selection drawn (``k``
+        for ``greedy``; the union of the ``eval_samples`` selections for ``sample`` and
+        ``uniform``; in training, of the ``num_samples``), and every real token for
+        ``eval_mode="expected"``, whose answer reads each position alone and averages them
+        all under the policy."""
+        if not self.training and self.evaluation.expected:
+            return batch.context_mask
+        extras = output.extras
+        assert isinstance(extras, HardExtras)
+        b, n = batch.context_mask.shape
+        chosen = extras.samples_selected.flatten(1)  # (b, s*k), -1 in empty slots
+        slots = torch.where(chosen >= 0, chosen, n)  # empty slots to a column past the end
+        read = torch.zeros(b, n + 1, dtype=torch.bool, device=chosen.device)  # (b, n + 1)
+        return read.scatter_(1, slots, True)[:, :n]  # (b, n)
 
     def _reading(self) -> tuple[Selector, int]:
         """How positions are drawn now, and how many selections per example."""

@@ -88,6 +88,7 @@ class GlimpseExtras(ReaderExtras):
             (low resolution; the transformer glimpse with ``retina_widths``).
         chunk_attention: (b, K, J) the locator's weights over the coarse view's chunks (the
             transformer glimpse with ``coarse_chunk``).
+        read_mask: (b, n) bool, the tokens any glimpse read (``tokens_read`` counts them).
     """
 
     glimpse_attention: Tensor
@@ -100,6 +101,7 @@ class GlimpseExtras(ReaderExtras):
     filter_weights: Tensor | None = None
     tokens_pooled: Tensor | None = None
     chunk_attention: Tensor | None = None
+    read_mask: Tensor | None = None
 
 
 @dataclass

@@ -36,6 +36,8 @@ class Prediction:
         extras: the reader's typed extras for this example (``ReaderExtras.example``: cut to
             the real lengths where the record knows the shape, e.g. ``hop_attention``
             (K - 1, n, m); others as the reader made them, padded to the batch), or ``None``.
+        tokens_read: the context tokens the answer was computed from
+            (``ClozeReader.reading_mask``), or ``None`` where the batch did not say.
     """
 
     id: str
@@ -47,6 +49,7 @@ class Prediction:
     context_length: int
     query_length: int
     extras: ReaderExtras | None = None
+    tokens_read: int | None = None
 
     @property
     def marker(self) -> str:
@@ -108,6 +111,8 @@ class BatchPrediction:
         context_lengths: (b,) real context tokens per example.
         query_lengths: (b,) real query tokens per example.
         extras: the reader's ``ReaderOutput.extras`` (each tensor (b, ...)), or ``None``.
+        read: (b, n) bool, the context positions the answer was computed from
+            (``ClozeReader.reading_mask``), or ``None``.
     """
 
     ids: list[str]
@@ -120,13 +125,17 @@ class BatchPrediction:
     context_lengths: Tensor
     query_lengths: Tensor
     extras: ReaderExtras | None = None
+    read: Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
 
     @classmethod
-    def of(cls, batch: ClozeBatch, output: ReaderOutput) -> BatchPrediction:
-        """The records of a reader's ``output`` on ``batch``, moved to the CPU."""
+    def of(
+        cls, batch: ClozeBatch, output: ReaderOutput, read: Tensor | None = None
+    ) -> BatchPrediction:
+        """The records of a reader's ``output`` on ``batch`` (and ``read``, the positions it
+        read, (b, n) bool), moved to the CPU."""
         logits = output.logits.detach().float()  # (b, e); float even under bf16 autocast
 
         def cpu(tensor: Tensor | None) -> Tensor | None:
@@ -146,6 +155,7 @@ class BatchPrediction:
             context_lengths=batch.context_mask.sum(-1).cpu(),
             query_lengths=batch.query_mask.sum(-1).cpu(),
             extras=None if output.extras is None else output.extras.map(cpu),
+            read=cpu(read),
         )
 
     def records(self) -> list[Prediction]:
@@ -169,6 +179,7 @@ class BatchPrediction:
                     context_length=n,
                     query_length=m,
                     extras=extras,
+                    tokens_read=None if self.read is None else int(self.read[i].sum()),
                 )
             )
         return out

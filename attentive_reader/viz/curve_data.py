@@ -9,7 +9,9 @@ Three kinds of file:
 - ``attentive-reader evaluate --out`` files, one per checkpoint trained on a share of the
   training stories: test accuracy over training-set size;
 - the JSON that ``attentive-reader learning --output`` writes: learning curves of shipped
-  configs on a (generated) corpus.
+  configs on a (generated) corpus;
+- ``attentive-reader evaluate --out`` files of any number of systems on the same questions:
+  accuracy against the document tokens each system read per question.
 
 A file a user can get wrong stops with one ``UserError`` line that names it and says what to do.
 """
@@ -20,7 +22,7 @@ import csv
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +260,27 @@ def _share(name: str, share_text: str, file: str) -> float:
     return share
 
 
+def _check_same_questions(
+    file: str | Path,
+    n: int,
+    base: Mapping[str, float],
+    first: tuple[Path, Mapping[str, float], int],
+    what: str = "test questions",
+) -> None:
+    """Raise a ``UserError`` if a file of ``n`` questions and these baselines holds other
+    questions than ``first`` (its path, baselines and count)."""
+    if (
+        n != first[2]
+        or base.keys() != first[1].keys()
+        or any(abs(base[k] - first[1][k]) > 1e-9 for k in base)
+    ):
+        raise UserError(
+            f"{file}: its {what} differ from those of {first[0]} ({n} against {first[2]} "
+            "questions, or other baselines): evaluate every checkpoint on the same dataset "
+            "and split"
+        )
+
+
 def read_size_points(points: Sequence[tuple[str, str, str]]) -> SizeCurves:
     """Each reader's points from ``(reader, share, evaluate --out file)`` triples; every file
     must hold one checkpoint's results on the same test questions.
@@ -273,16 +296,8 @@ def read_size_points(points: Sequence[tuple[str, str, str]]) -> SizeCurves:
         overall, base, n = read_evaluation(Path(file))
         if shared is None:
             shared = (Path(file), base, n)
-        elif (
-            n != shared[2]
-            or base.keys() != shared[1].keys()
-            or any(abs(base[k] - shared[1][k]) > 1e-9 for k in base)
-        ):
-            raise UserError(
-                f"{file}: its test questions differ from those of {shared[0]} ({n} against "
-                f"{shared[2]} questions, or other baselines): evaluate every checkpoint on the "
-                "same dataset and split"
-            )
+        else:
+            _check_same_questions(file, n, base, shared)
         if any(point[0] == share for point in readers.get(name, [])):
             raise UserError(f"--size {name!r} {share_text}: given twice for this reader")
         point = (share, overall["accuracy"], overall["ci_low"], overall["ci_high"])
@@ -290,6 +305,126 @@ def read_size_points(points: Sequence[tuple[str, str, str]]) -> SizeCurves:
     if shared is None:
         raise UserError("no --size point given")
     return SizeCurves({k: sorted(v) for k, v in readers.items()}, shared[1], shared[2])
+
+
+@dataclass(frozen=True)
+class ReadingPoint:
+    """One system of an ``evaluate --out`` file: its accuracy and what it read.
+
+    Attributes:
+        name: the system's name (its checkpoint's, with ``[eval_mode=MODE]``; the file's
+            name added where two files hold the same name).
+        tokens_read: the document tokens it read per question (mean).
+        document_tokens: the document tokens it was given per question (mean).
+        accuracy: its accuracy, and the low and high end of its Wilson 95% interval.
+    """
+
+    name: str
+    tokens_read: float
+    document_tokens: float
+    accuracy: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class ReadingCurves:
+    """Accuracy against the tokens read, of every checkpoint of some ``evaluate --out`` files.
+
+    Attributes:
+        points: one per checkpoint (or mode of one), in the order of the files.
+        baselines: baseline name -> accuracy on the questions every file shares.
+        document_tokens: the stored documents' mean length in tokens (what a baseline and an
+            uncapped soft reader read).
+        questions: the number of questions.
+        split: the split they come from.
+    """
+
+    points: list[ReadingPoint]
+    baselines: dict[str, float]
+    document_tokens: float
+    questions: int
+    split: str
+
+
+EVALUATE_FILE = "an `attentive-reader evaluate --out` file"
+
+
+def _reading_systems(path: Path) -> tuple[list[ReadingPoint], dict[str, float], float, int, str]:
+    """The checkpoints' points, the baselines, the mean document length, the number of
+    questions and the split of one ``evaluate --out`` file.
+
+    Raises:
+        UserError: if the file cannot be read, is not such a file, holds no checkpoint, or
+            was written before ``evaluate`` counted the tokens read.
+    """
+    result = _json(path, EVALUATE_FILE)
+    try:
+        systems = result["systems"]
+        points = []
+        for system in systems:
+            if system["kind"] == "baseline":
+                continue
+            if "reading" not in system:
+                raise UserError(
+                    f"{path}: {system['name']} has no tokens read: the report was written "
+                    "before evaluate counted them; evaluate the checkpoint again"
+                )
+            overall, read = system["overall"], system["reading"]
+            points.append(
+                ReadingPoint(
+                    system["name"],
+                    float(read["tokens_read"]),
+                    float(read["document_tokens"]),
+                    *(float(overall[key]) for key in ("accuracy", "ci_low", "ci_high")),
+                )
+            )
+        baselines = [s for s in systems if s["kind"] == "baseline"]
+        base = {s["name"]: float(s["overall"]["accuracy"]) for s in baselines}
+        lengths = [float(s["reading"]["document_tokens"]) for s in baselines if "reading" in s]
+        n, split = int(result["num_examples"]), str(result["inputs"]["split"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise UserError(f"{path}: not {EVALUATE_FILE} ({type(error).__name__}: {error})") from None
+    if not points:
+        raise UserError(f"{path}: holds no checkpoint's results; evaluate with --ckpt")
+    document = lengths[0] if lengths else max(point.document_tokens for point in points)
+    return points, base, document, n, split
+
+
+def read_reading(paths: Sequence[str | Path]) -> ReadingCurves:
+    """Every checkpoint's accuracy and tokens read, from ``evaluate --out`` files of the
+    same questions; a name that two files hold gets the file's name added.
+
+    Raises:
+        UserError: as ``_reading_systems``; for a file given twice, or files of other
+            questions (another split, count or other baselines).
+    """
+    if not paths:
+        raise UserError("no --reading file given")
+    found: list[tuple[Path, list[ReadingPoint]]] = []
+    first: tuple[Path, dict[str, float], int] | None = None
+    for file in map(Path, paths):
+        if any(file.resolve() == seen.resolve() for seen, _ in found):
+            raise UserError(f"--reading {file}: given twice")
+        points, base, document, n, split = _reading_systems(file)
+        if first is None:
+            first, shared = (file, base, n), (document, split)
+        elif split != shared[1]:
+            raise UserError(
+                f"{file}: its questions are of the {split} split, those of {first[0]} of "
+                f"{shared[1]}: evaluate every checkpoint on the same dataset and split"
+            )
+        else:
+            _check_same_questions(file, n, base, first, "questions")
+        found.append((file, points))
+    assert first is not None
+    names = [point.name for _, points in found for point in points]
+    points = [
+        replace(point, name=f"{point.name} ({file.name})") if names.count(point.name) > 1 else point
+        for file, file_points in found
+        for point in file_points
+    ]
+    return ReadingCurves(points, first[1], shared[0], first[2], shared[1])
 
 
 LEARNING_PANELS = {"readers": "Shipped configs", "plateau": "Answer layers (attentive_reader.yaml)"}

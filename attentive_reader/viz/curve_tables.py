@@ -1,6 +1,7 @@
 """The tables beside the curves: Markdown for the terminal, and a ``.md`` or ``.csv`` file.
 
-One builder per kind of curve (``runs_table``, ``size_table``, ``learning_tables``), each over
+One builder per kind of curve (``runs_table``, ``size_table``, ``learning_tables``,
+``reading_table``), each over
 the records of ``curve_data``; the baselines are rows of their own, after the runs.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from attentive_reader.common.errors import UserError
 from attentive_reader.common.fileio import replacing
-from attentive_reader.viz.curve_data import LearningCurves, RunCurve, SizeCurves
+from attentive_reader.viz.curve_data import LearningCurves, ReadingCurves, RunCurve, SizeCurves
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,32 @@ def size_table(curves: SizeCurves) -> Table:
     baselines = {name: 100 * value for name, value in curves.baselines.items()}
     rows += [[name, "", value, ""] for name, value, *_ in _baseline_rows(baselines, 3, "{:.1f}")]
     title = f"test accuracy against training-set size ({curves.questions} test questions)"
+    return Table(title, head, rows)
+
+
+def reading_table(curves: ReadingCurves) -> Table:
+    """Each checkpoint's tokens read per question, of its document tokens, and its accuracy
+    with the 95% interval (in %), fewest tokens first; the baselines after."""
+    head = ["system", "tokens read / question", "document tokens", "accuracy", "95% interval"]
+    rows = [
+        [
+            point.name,
+            f"{point.tokens_read:.1f}",
+            f"{point.document_tokens:.1f}",
+            f"{100 * point.accuracy:.1f}",
+            f"{100 * point.ci_low:.1f}-{100 * point.ci_high:.1f}",
+        ]
+        for point in sorted(curves.points, key=lambda point: point.tokens_read)
+    ]
+    for name, value in curves.baselines.items():
+        document = f"{curves.document_tokens:.1f}"
+        rows.append(
+            [f"{name.replace('_', ' ')} (baseline)", document, document, f"{100 * value:.1f}", ""]
+        )
+    title = (
+        f"{curves.split} accuracy against the document tokens read per question "
+        f"({curves.questions} questions)"
+    )
     return Table(title, head, rows)
 
 

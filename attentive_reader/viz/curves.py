@@ -1,9 +1,11 @@
 """Every curve of ``attentive-reader curves``: read from its files, tabled and drawn.
 
-Three kinds, each a ``CurveSet`` (its tables and its figure): ``validation_curves`` (the
+Four kinds, each a ``CurveSet`` (its tables and its figure): ``validation_curves`` (the
 validation accuracy per epoch of training runs, from their CSV logs), ``size_curves`` (test
-accuracy against the share of the training stories, from ``evaluate --out`` files) and
-``learning_curves`` (the record of ``attentive-reader learning --output``). The figures put
+accuracy against the share of the training stories, from ``evaluate --out`` files),
+``learning_curves`` (the record of ``attentive-reader learning --output``) and
+``reading_curves`` (accuracy against the tokens each system read, from ``evaluate --out``
+files). The figures put
 each non-neural baseline of the same questions as a grey horizontal line across every panel.
 matplotlib's Agg canvas is used directly (no global pyplot state), as for the heatmap PNGs.
 """
@@ -19,8 +21,10 @@ from typing import TYPE_CHECKING
 
 from attentive_reader.common.fileio import replacing
 from attentive_reader.viz.curve_data import (
+    ReadingCurves,
     SizePoint,
     read_learning,
+    read_reading,
     read_runs,
     read_size_points,
     validation_baselines,
@@ -28,6 +32,7 @@ from attentive_reader.viz.curve_data import (
 from attentive_reader.viz.curve_tables import (
     Table,
     learning_tables,
+    reading_table,
     runs_table,
     size_table,
 )
@@ -148,6 +153,70 @@ def size_curve_figure(
     return figure
 
 
+def reading_figure(curves: ReadingCurves, *, title: str = "") -> Figure:
+    """Accuracy against the document tokens read per question (log x axis): one point per
+    system with its 95% interval, the mean document length as a light vertical band (where
+    the readers that read every token sit), each baseline a horizontal line. Points at the
+    same number of tokens are spread a little sideways (``DODGE``) so that no interval hides
+    another.
+
+    Raises:
+        ValueError: if there is no point.
+    """
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
+    if not curves.points:
+        raise ValueError("no point to draw")
+    figure = Figure(figsize=(PANEL_WIDTH, PANEL_HEIGHT), layout="constrained")
+    ax = figure.subplots()
+    ax.axvline(
+        curves.document_tokens,
+        color="0.85",
+        linewidth=6,
+        label=f"mean document ({curves.document_tokens:.0f} tokens)",
+    )
+    colours = colormaps["tab20" if len(curves.points) > 10 else "tab10"].colors
+    shared = [
+        [q for q in curves.points if _same_x(q.tokens_read, p.tokens_read)] for p in curves.points
+    ]
+    for point, beside, colour in zip(curves.points, shared, itertools.cycle(colours)):
+        offset = beside.index(point) - (len(beside) - 1) / 2
+        below, above = point.accuracy - point.ci_low, point.ci_high - point.accuracy
+        ax.errorbar(
+            [point.tokens_read * DODGE**offset],
+            [point.accuracy],
+            yerr=[[below], [above]],
+            marker="o",
+            markersize=5,
+            capsize=3,
+            color=colour,
+            label=point.name,
+        )
+    _finish_panel(
+        ax,
+        curves.baselines,
+        "document tokens read per question (mean, log scale)",
+        f"{curves.split} accuracy",
+    )
+    ax.set_xscale("log")
+    xs = [p.tokens_read for p in curves.points] + [curves.document_tokens]
+    ax.set_xlim(min(xs) / 1.6, max(xs) * 1.6)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    if title:
+        figure.suptitle(title)
+    return figure
+
+
+DODGE = 1.04
+"""The factor between the x positions of neighbouring points that read as many tokens."""
+
+
+def _same_x(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1.0)
+
+
 @dataclass(frozen=True)
 class CurveSet:
     """One kind of curve, ready to print and draw.
@@ -219,3 +288,14 @@ def learning_curves(path: str | Path, *, title: str = "") -> CurveSet:
         lambda: learning_curves_figure(panels, curves.baselines, title=title or curves.corpus),
         [],
     )
+
+
+def reading_curves(paths: Sequence[str | Path], *, title: str = "") -> CurveSet:
+    """Accuracy against the document tokens each system read per question, from
+    ``evaluate --out`` files of the same questions (every checkpoint, every mode).
+
+    Raises:
+        UserError: as ``curve_data.read_reading``.
+    """
+    curves = read_reading(paths)
+    return CurveSet([reading_table(curves)], lambda: reading_figure(curves, title=title), [])

@@ -17,6 +17,7 @@ class ToyRun(NamedTuple):
     attentive: Path
     impatient: Path
     gated: Path
+    hard: Path
 
 
 def _fit_one_step(reader_class, datamodule, path: Path, **options) -> Path:
@@ -40,13 +41,19 @@ def _fit_one_step(reader_class, datamodule, path: Path, **options) -> Path:
 
 @pytest.fixture(scope="session")
 def toy_run(tmp_path_factory):
-    """A tiny toy dataset and one-step checkpoints: Attentive, Impatient and a Gated-Attention
-    Reader with three hops (two gated-attention steps)."""
+    """A tiny toy dataset and one-step checkpoints: Attentive, Impatient, a Gated-Attention
+    Reader with three hops (two gated-attention steps) and a Hard-Attention Reader reading one
+    token (k = 1, saved to evaluate greedily)."""
     import pytorch_lightning as pl
 
     from attentive_reader.corpus.synthetic.toy import write_toy_dataset
     from attentive_reader.data.datamodule import ClozeDataModule
-    from attentive_reader.models import AttentiveReader, GatedAttentionReader, ImpatientReader
+    from attentive_reader.models import (
+        AttentiveReader,
+        GatedAttentionReader,
+        HardAttentionReader,
+        ImpatientReader,
+    )
 
     root = tmp_path_factory.mktemp("toy")
     data = write_toy_dataset(root / "data", num_train=16, num_validation=4, num_test=11)
@@ -62,4 +69,5 @@ def toy_run(tmp_path_factory):
         optimizer_options={"alpha": 0.95, "momentum": 0.9},
     )
     gated = _fit_one_step(GatedAttentionReader, datamodule, root / "gated.ckpt", num_hops=3)
-    return ToyRun(data, attentive, impatient, gated)
+    hard = _fit_one_step(HardAttentionReader, datamodule, root / "hard.ckpt", k=1)
+    return ToyRun(data, attentive, impatient, gated, hard)

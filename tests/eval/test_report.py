@@ -7,6 +7,7 @@ import pytest
 from attentive_reader.corpus.records import ClozeExample
 from attentive_reader.eval.report import (
     Accuracy,
+    Reading,
     breakdown,
     bucket_label,
     build_report,
@@ -151,3 +152,28 @@ def test_markdown_tables():
     assert "| maximum_frequency | baseline | 50.0 | " in text
     assert "| 1.0 / 2 | 50.0 |" in text
     assert "| 0-249 | 2 | 50.0 |" in text
+
+
+def test_what_each_system_read_is_in_the_json_and_the_table():
+    # Documents of 10 and 301 tokens: a baseline reads every stored token, 155.5 a question.
+    examples = [_example(0, 10, 2, "@entity0"), _example(1, 301, 2, "@entity1")]
+    hard = Reading.of([1, 1], [10, 301])
+    capped = Reading.of([10, 200], [10, 200])  # a reader whose context cap cut the long one
+    predictions = ["@entity0", "@entity1"]
+    report = build_report(
+        examples,
+        {"hard": predictions, "capped": predictions, "untold": predictions},
+        reading={"hard": hard, "capped": capped},
+    )
+    systems = {s["name"]: s for s in report["systems"]}
+    assert systems["hard"]["reading"] == {"tokens_read": 1.0, "document_tokens": 155.5}
+    assert systems["capped"]["reading"] == {"tokens_read": 105.0, "document_tokens": 105.0}
+    assert "reading" not in systems["untold"]
+    assert systems["word_distance"]["reading"] == {"tokens_read": 155.5, "document_tokens": 155.5}
+    text = markdown_tables(report)
+    assert "| first-occurrence ties (%) | tokens read |" in text
+    assert "| 2 / 2 | - | 1.0 of 155.5 |" in text and "| 2 / 2 | - | 105.0 of 105.0 |" in text
+    assert "| 2 / 2 | - | - |" in text  # a model that did not say
+    assert "Tokens read: the mean document tokens per question" in text
+    with pytest.raises(ValueError, match="one count of each per question"):
+        Reading.of([1], [10, 301])

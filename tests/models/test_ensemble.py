@@ -14,7 +14,9 @@ from tests.models.batches import make_batch
 NUM_ENTITIES = 4
 
 
-def _prediction(probs: list[list[float]], attention=None, selected=None) -> BatchPrediction:
+def _prediction(
+    probs: list[list[float]], attention=None, selected=None, read=None
+) -> BatchPrediction:
     p = torch.tensor(probs)
     logits = torch.where(p > 0, p.log(), torch.finfo(p.dtype).min)
     return BatchPrediction(
@@ -27,6 +29,7 @@ def _prediction(probs: list[list[float]], attention=None, selected=None) -> Batc
         selected=selected,
         context_lengths=torch.tensor([3] * len(probs)),
         query_lengths=torch.tensor([2, 1][: len(probs)]),
+        read=None if read is None else torch.tensor(read),
     )
 
 
@@ -83,3 +86,12 @@ def test_an_ensemble_of_readers_averages_their_predictions_and_one_member_is_the
         Ensemble([])
     with pytest.raises(ValueError, match="one entity block"):
         Ensemble([attentive, AttentiveReader(**{**options, "num_entities": 5})])
+
+
+def test_the_ensemble_reads_what_any_member_reads():
+    one = _prediction([[0.5, 0.5, 0, 0]], read=[[True, False, False]])
+    two = _prediction([[0.5, 0.5, 0, 0]], read=[[False, False, True]])
+    both = average([one, two])
+    assert both.read.tolist() == [[True, False, True]]
+    assert [record.tokens_read for record in both.records()] == [2]
+    assert average([one, _prediction([[0.5, 0.5, 0, 0]])]).read is None  # one does not say

@@ -85,6 +85,9 @@ def test_extras(name):
     assert ((extras.centre >= 0) & (extras.centre <= (lengths - 1).unsqueeze(1))).all()
     tokens = extras.tokens_read
     assert tokens.shape == (b,) and (tokens >= 1).all() and (tokens <= lengths).all()
+    # what evaluation counts: the tokens read, inside the document
+    read = reader.reading_mask(batch, output)  # (b, n)
+    assert torch.equal(read.sum(1), tokens) and not (read & ~batch.context_mask).any()
     if reader.glimpse_readout == "attend":
         assert torch.allclose(extras.filter_weights.sum(-1), torch.ones(b, k))
     else:

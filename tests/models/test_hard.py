@@ -15,7 +15,7 @@ from attentive_reader.data.batching import ClozeBatch
 from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.models import HardAttentionReader
 from attentive_reader.models.loading import load_reader
-from tests.models.batches import random_batch
+from tests.models.batches import make_batch, random_batch
 from tests.trainers import quiet_trainer
 
 VOCAB, ENTITIES = 60, 10
@@ -119,6 +119,32 @@ def test_short_contexts_leave_empty_slots() -> None:
     real = output.selected.clamp(min=0)
     assert batch.context_mask.gather(1, real)[output.selected >= 0].all()
     assert output.extras.samples_selected.shape == (4, 2, 6)
+
+
+def test_the_reading_mask_is_the_positions_read() -> None:
+    """Greedy reads its k positions (a shorter context: all of its tokens); sample the union
+    of its selections; expected every token."""
+    contexts = [[3, 20], [4, 21, 3, 22, 23], [5, 24, 25, 3, 26, 27, 28]]  # 2, 5 and 7 tokens
+    batch = make_batch(contexts, [[2, 20], [2, 21], [2, 30]], [0, 1, 2], ENTITIES)
+    lengths = batch.context_mask.sum(1)
+    model = _reader(k=4).eval()
+    with torch.no_grad():
+        output = model(batch)
+        read = model.reading_mask(batch, output)  # (b, n)
+        assert torch.equal(read.sum(1), lengths.clamp(max=4))
+        for row, selected in zip(read, output.selected):
+            assert set(row.nonzero().flatten().tolist()) == set(selected[selected >= 0].tolist())
+        model.eval_mode, model.eval_samples = "sample", 4
+        output = model(batch)
+        read = model.reading_mask(batch, output)
+        for row, draws in zip(read, output.extras.samples_selected):  # (s, k) each
+            assert set(row.nonzero().flatten().tolist()) == set(draws[draws >= 0].tolist())
+        model.k = 1
+        model.eval_mode = "expected"
+        assert torch.equal(model.reading_mask(batch, model(batch)), batch.context_mask)
+        # predict_step carries it to the records
+        records = model.predict_step(batch, 0).records()
+        assert [record.tokens_read for record in records] == lengths.tolist()
 
 
 @pytest.mark.parametrize(
