@@ -39,8 +39,7 @@ def generate(out: Path, stories: int, seed: int, shape: str) -> Path:
     """Write a synthetic corpus and preprocess it with its entity ruler; return the dataset."""
     corpus, data = out / "corpus", out / "data"
     synth = ["synth", str(corpus), "--stories", str(stories), "--seed", str(seed)]
-    if shape == "compact":
-        synth.append("--compact")
+    synth += ["--shape", shape]
     _attentive_reader(synth)
     _attentive_reader([
         "preprocess", str(corpus / "stories"), "--url-lists", str(corpus / "url_lists"),
@@ -97,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--shape",
-        choices=("compact", "default"),
+        choices=("compact", "default", "long"),
         default="compact",
         help="the generated stories' shape (default: %(default)s)",
     )

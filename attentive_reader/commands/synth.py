@@ -1,12 +1,14 @@
 """``attentive-reader synth``: write the built-in synthetic news corpus.
 
-    attentive-reader synth OUT_DIR --stories 2000 --seed 0 [--compact]
+    attentive-reader synth OUT_DIR --stories 2000 --seed 0 [--shape compact|long]
 
 writes ``OUT_DIR/stories/<sha1>.story`` (CNN format), ``OUT_DIR/url_lists/all_{train,val,
 test}.txt`` (fixed splits), ``OUT_DIR/synthetic.json`` (seed, counts) and
 ``OUT_DIR/entity_ruler/`` (a spaCy pipeline that tags the generator's names, for machines
-without a statistical spaCy model). ``--compact`` writes the demo's short stories (~80 tokens,
-~7.5 candidates per question) instead of the default ~220-token ones. Never imports torch.
+without a statistical spaCy model). ``--shape compact`` (or ``--compact``) writes the demo's
+short stories (~80 tokens, ~7.5 candidates per question), ``--shape long`` stories as long as
+real news (~850 tokens, ~35 candidates), instead of the default ~220-token ones. Never imports
+torch.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from pathlib import Path
 
 DEFAULT_STORIES = 2000
+SHAPE_NAMES = ("default", "compact", "long")  # corpus.synthetic.SHAPES, named without importing it
 
 
 def _positive(value: str) -> int:
@@ -50,10 +53,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=int, default=0, metavar="S", help="random seed (default: %(default)s)"
     )
     parser.add_argument(
+        "--shape",
+        choices=SHAPE_NAMES,
+        default="default",
+        help="the stories' size: default (~220 tokens, ~12 entities), compact (~80 tokens, ~7 "
+        "entities; the demo's corpus) or long (~850 tokens, ~35 entities, as long as real "
+        "news stories) (default: %(default)s)",
+    )
+    parser.add_argument(
         "--compact",
-        action="store_true",
-        help="write short stories (~80 tokens, ~7 entities; the demo's corpus) instead of the "
-        "default ~220-token stories with ~12 entities",
+        action="store_const",
+        const="compact",
+        dest="shape",
+        help="the same as --shape compact",
     )
     parser.add_argument(
         "--overwrite",
@@ -66,15 +78,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run ``attentive-reader synth`` with ``argv`` (without the command name)."""
     args = build_parser().parse_args(argv)
-    from attentive_reader.corpus.synthetic import COMPACT_SHAPE, DEFAULT_SHAPE, synthesize
+    from attentive_reader.corpus.synthetic import SHAPES, synthesize
 
     out = Path(args.out_dir)
     started = time.perf_counter()
-    shape = COMPACT_SHAPE if args.compact else DEFAULT_SHAPE
+    shape = SHAPES[args.shape]
     info = synthesize(out, args.stories, args.seed, shape, overwrite=args.overwrite)
     splits = ", ".join(f"{split} {count}" for split, count in info["splits"].items())
+    size = "" if args.shape == "default" else f"{args.shape} "
     print(
-        f"wrote {info['stories']} {'compact ' if args.compact else ''}synthetic stories "
+        f"wrote {info['stories']} {size}synthetic stories "
         f"(seed {args.seed}) to {out / 'stories'} "
         f"in {time.perf_counter() - started:.1f} s ({splits})"
     )

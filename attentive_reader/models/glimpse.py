@@ -9,6 +9,8 @@ transformer's sampler). Over ``K`` glimpses an LSTM-cell controller moves the wi
 differentiable counterpart of the recurrent visual attention model's sequence of looks. The
 transformer glimpse can also place its grid from a coarse view of the whole document (chunk
 means, trained by an answer-chunk loss) and read a retina of pooled windows around each point.
+On long documents both can start their windows at anchors, where the query's words occur
+densest (``anchors``); the locator then moves and sizes each window around its anchor.
 
 The maths lives in ``attentive_reader/nn/glimpse.py``; this file wires it into readers.
 """
@@ -36,6 +38,9 @@ from attentive_reader.nn.attention import Attention, ScorerName, build_scorer
 from attentive_reader.nn.features import query_match as query_match_features
 from attentive_reader.nn.glimpse import (
     CoarseView,
+    GlimpseParameters,
+    anchored_grid,
+    anchored_parameters,
     chunk_any,
     chunk_locator_loss,
     clamp_to_document,
@@ -45,10 +50,13 @@ from attentive_reader.nn.glimpse import (
     grid_points,
     interpolation_weights,
     linear_sample,
+    match_weights,
     position_weights,
     retina_read,
     sampled_mask,
     support_mask,
+    top_anchors,
+    window_sums,
 )
 
 GlimpseReadoutName = Literal["attend", "flatten"]
@@ -56,6 +64,9 @@ SUPPORT_THRESHOLD = 1e-3  # a Gaussian filter weight above this counts as readin
 # The locator's initial (g~, delta~, sigma~, gamma~): centre mid-document, stride
 # sigmoid(3) = 0.95 of (L-1)/(N-1), width exp(-0.7) = 0.5 of L/N, intensity 1.
 INITIAL_RAW = (0.0, 3.0, -0.7, 0.0)
+# With anchors: centre on the anchor, the N points spanning anchor_span tokens, the width
+# 2 sigmoid(-1.1) = 0.5 of the span per filter, as above, and intensity 1.
+INITIAL_ANCHORED_RAW = (0.0, 0.0, -1.1, 0.0)
 # The coarse locator's initial weight on a chunk's query-match fraction: a chunk of which half
 # the tokens occur in the query starts e^2 ~ 7 times likelier than one without.
 INITIAL_MATCH_WEIGHT = 4.0
@@ -73,7 +84,11 @@ class _GlimpseReader(PairReader):
                         | W_flat vec(G_k)                                  (glimpse_readout="flatten")
         c_k             = LSTMCell(r_k, c_{k-1})                 (K > 1)
 
-    then ``r = r_1`` (K = 1) or ``r = c_K`` (K > 1), the read-out and the ``answer_layer``;
+    then ``r = r_1`` (K = 1) or ``r = c_K`` (K > 1), the read-out and the ``answer_layer``.
+    With ``anchors = A`` the glimpse is ``A`` windows of ``N`` points, one per anchor ``a``
+    (the ``A`` places where the query's words occur densest, ``nn/glimpse.py``
+    ``top_anchors``), each centred at ``a + W/2 tanh(g~)`` with ``W = anchor_span``, and
+    ``G_k`` holds their ``A N`` states;
     ``pointer`` answers from the last glimpse's weight on each token,
     ``w(t) = sum_i a_i W[i, t]`` for the glimpse's weights ``W`` (b, N, n). A subclass passes
     ``location_size`` (how many location values it predicts; derived, not saved) and
@@ -90,6 +105,15 @@ class _GlimpseReader(PairReader):
         glimpse_readout: ``attend`` (score the N glimpse states against the query and average
             them, as the Attentive Reader does with tokens) or ``flatten`` (DRAW's linear map
             of the concatenated N states).
+        anchors: ``A``, windows per glimpse placed at the query-match anchors (0: off, one
+            window placed over the whole document from the query). Needs ``num_glimpses`` 1.
+        anchor_span: ``W``, the tokens an anchored window spans at the start; anchors are
+            more than ``W/2`` apart, each the centre of the ``W + 1`` tokens with the most
+            query-match weight.
+        uniform_share: ``pointer`` only: the share ``s`` of the token weights spread evenly
+            over the real tokens, ``w'(t) = (1 - s) w(t) + s / L`` (0: none). Windows that
+            miss every mention of the answer then cost ``-log(s c / L)`` for ``c`` mentions
+            instead of ``-log 1e-30``, whose gradient swamps the rest of the batch.
         **options: ``PairReader``'s and ``ClozeReader``'s.
     """
 
@@ -106,14 +130,31 @@ class _GlimpseReader(PairReader):
         num_filters: int = 8,
         num_glimpses: int = 1,
         glimpse_readout: GlimpseReadoutName = "attend",
+        anchors: int = 0,
+        anchor_span: int = 32,
+        uniform_share: float = 0.0,
         **options: Any,
     ) -> None:
         super().__init__(**options)
         check_positive(num_filters=num_filters, num_glimpses=num_glimpses)
         check_choice("glimpse_readout", glimpse_readout, get_args(GlimpseReadoutName))
+        if not isinstance(anchors, int) or anchors < 0:
+            raise ValueError(f"anchors must be 0 (off) or a positive integer, got {anchors!r}")
+        if not isinstance(anchor_span, int) or anchor_span < 2:
+            raise ValueError(f"anchor_span must be an integer >= 2, got {anchor_span!r}")
+        if not 0.0 <= uniform_share < 1.0:
+            raise ValueError(f"uniform_share must be in [0, 1), got {uniform_share}")
+        if anchors and num_glimpses != 1:
+            raise ValueError(
+                f"anchors places one glimpse of {anchors} windows; it needs num_glimpses 1, "
+                f"got {num_glimpses}"
+            )
         self.num_filters = num_filters
         self.num_glimpses = num_glimpses
         self.glimpse_readout = glimpse_readout
+        self.anchors = anchors
+        self.anchor_span = anchor_span
+        self.uniform_share = float(uniform_share)
 
         states = self.encoders.output_dim  # 2h
         recurrent = num_glimpses > 1
@@ -124,13 +165,15 @@ class _GlimpseReader(PairReader):
         # narrows it per query.
         nn.init.zeros_(self.locator.weight)
         with torch.no_grad():
-            self.locator.bias.copy_(torch.tensor(INITIAL_RAW[:location_size]))
+            initial = INITIAL_ANCHORED_RAW if anchors else INITIAL_RAW
+            self.locator.bias.copy_(torch.tensor(initial[:location_size]))
         self.controller = nn.LSTMCell(states, states) if recurrent else None
         if glimpse_readout == "attend":
             self.scorer = build_scorer(scorer, states, states, attention_dim)
             self.build_answer_layer(answer_layer, states)
         else:
-            self.flatten = nn.Linear(num_filters * states, states)  # W_flat
+            points = num_filters * max(anchors, 1)  # A N with anchors
+            self.flatten = nn.Linear(points * states, states)  # W_flat
             self.build_answer_layer(
                 answer_layer,
                 states,
@@ -144,10 +187,39 @@ class _GlimpseReader(PairReader):
         (the query alone places it) unless a subclass builds a coarse view."""
         return None
 
+    def anchor_positions(self, batch: ClozeBatch) -> Tensor | None:
+        """The ``A`` anchors (b, A) long: the centres of the ``W + 1``-token windows holding
+        the most query-match weight (``match_weights``), more than ``W/2`` apart; ``None``
+        without ``anchors``."""
+        if not self.anchors:
+            return None
+        mask = batch.context_mask
+        weights = match_weights(batch.context, mask, batch.query, batch.query_mask)  # (b, n)
+        radius = self.anchor_span // 2
+        return top_anchors(window_sums(weights, radius), mask, self.anchors, radius)  # (b, A)
+
+    def place(
+        self, raw: Tensor, lengths: Tensor, anchors: Tensor | None
+    ) -> tuple[GlimpseParameters, Tensor]:
+        """The glimpse's parameters and grid from the locator's raw output: over the whole
+        document (``glimpse_parameters``; grid (b, N)) or around each anchor
+        (``anchored_parameters``; centre (b, A), grid (b, A N))."""
+        if anchors is None:
+            params = glimpse_parameters(raw, lengths, self.num_filters)  # (b,) each
+            return params, grid_points(params.centre, params.stride, self.num_filters)
+        params = anchored_parameters(raw, anchors, self.num_filters, self.anchor_span)
+        return params, anchored_grid(params, self.num_filters)  # (b, A N)
+
     def look(
-        self, y_d: Tensor, mask: Tensor, lengths: Tensor, where: Tensor, view: CoarseView | None
+        self,
+        y_d: Tensor,
+        mask: Tensor,
+        lengths: Tensor,
+        where: Tensor,
+        view: CoarseView | None,
+        anchors: Tensor | None,
     ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor]]:
-        """One glimpse.
+        """One glimpse (``N'`` states: ``N``, or ``A N`` with anchors).
 
         Args:
             y_d: (b, n, 2h) document states, 0 on padding.
@@ -155,9 +227,10 @@ class _GlimpseReader(PairReader):
             lengths: (b,) true lengths.
             where: (b, 2h | 4h) the locator's input, ``u`` or ``[u; c_{k-1}]``.
             view: what :meth:`survey` returned.
+            anchors: (b, A) what :meth:`anchor_positions` returned.
 
         Returns:
-            ``glimpse`` (b, N, 2h); ``weights`` (b, N, n): each glimpse state as weights
+            ``glimpse`` (b, N', 2h); ``weights`` (b, N', n): each glimpse state as weights
             over the positions (for heatmaps); ``looked`` (b, n) bool: the tokens this
             glimpse looked at; and per-glimpse values for ``extras``, each (b, ...), stacked
             over glimpses by :meth:`forward`.
@@ -180,6 +253,7 @@ class _GlimpseReader(PairReader):
         y_d, u = encoded.document, encoded.query_final  # (b, n, 2h), (b, 2h)
         lengths = mask.sum(1)  # (b,)
         view = self.survey(batch, y_d, mask)
+        anchors = self.anchor_positions(batch)  # (b, A) | None
 
         state: tuple[Tensor, Tensor] | None = None
         if self.controller is not None:
@@ -192,7 +266,7 @@ class _GlimpseReader(PairReader):
         token_weights = None  # (b, n): the last glimpse's read-out weight on each token
         for _ in range(self.num_glimpses):
             where = u if state is None else torch.cat([u, state[0]], dim=-1)  # (b, 2h | 4h)
-            glimpse, weights, looked, values = self.look(y_d, mask, lengths, where, view)
+            glimpse, weights, looked, values = self.look(y_d, mask, lengths, where, view, anchors)
             seen = seen | looked
             r, filter_weights = self._combine(glimpse, u)  # (b, 2h), (b, N) | None
             if filter_weights is not None:
@@ -208,6 +282,10 @@ class _GlimpseReader(PairReader):
                 per_glimpse.setdefault(key, []).append(value)
 
         filters = torch.stack(all_weights, dim=1)  # (b, K, N, n)
+        if token_weights is not None and self.uniform_share:
+            even = mask.to(token_weights.dtype) / lengths.clamp_min(1).unsqueeze(-1)  # (b, n)
+            share = self.uniform_share
+            token_weights = (1 - share) * token_weights + share * even  # (b, n)
         log_weights = (
             None if token_weights is None else token_weights.float().clamp_min(1e-30).log()
         )
@@ -221,6 +299,7 @@ class _GlimpseReader(PairReader):
             tokens_read=seen.sum(-1),  # (b,)
             read_mask=seen,  # (b, n)
             tokens_pooled=None if pooled is None else pooled.any(1).sum(-1),  # (b,)
+            anchors=anchors,
             **stacked,
         )
         attention = position_weights(filters, mask)  # (b, n)
@@ -308,12 +387,17 @@ class GaussianGlimpseReader(_GlimpseReader):
         self.intensity = intensity
 
     def look(
-        self, y_d: Tensor, mask: Tensor, lengths: Tensor, where: Tensor, view: CoarseView | None
+        self,
+        y_d: Tensor,
+        mask: Tensor,
+        lengths: Tensor,
+        where: Tensor,
+        view: CoarseView | None,
+        anchors: Tensor | None,
     ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor]]:
-        params = glimpse_parameters(self.locator(where), lengths, self.num_filters)  # (b,) each
-        mu = grid_points(params.centre, params.stride, self.num_filters)  # (b, N)
-        filters = gaussian_filterbank(mu, params.width, mask)  # (b, N, n)
-        glimpse = torch.bmm(filters.to(y_d.dtype), y_d)  # (b, N, 2h)
+        params, mu = self.place(self.locator(where), lengths, anchors)  # mu: (b, N')
+        filters = gaussian_filterbank(mu, params.width, mask)  # (b, N', n)
+        glimpse = torch.bmm(filters.to(y_d.dtype), y_d)  # (b, N', 2h)
         if self.intensity:
             glimpse = glimpse * params.intensity.to(y_d.dtype).view(-1, 1, 1)  # gamma F y_d
         values = {
@@ -380,6 +464,10 @@ class TransformerGlimpseReader(_GlimpseReader):
                 "locator_supervision must be >= 0 and needs coarse_chunk > 0, got "
                 f"{locator_supervision} with coarse_chunk={coarse_chunk}"
             )
+        if coarse_chunk and self.anchors:
+            raise ValueError(
+                "coarse_chunk and anchors are two ways to place the grid; set one of them to 0"
+            )
         self.coarse_chunk = coarse_chunk
         self.retina_widths = widths
         self.locator_supervision = float(locator_supervision)
@@ -405,13 +493,19 @@ class TransformerGlimpseReader(_GlimpseReader):
         return coarse_view(y_d, mask, in_query, self.coarse_chunk)  # (b, J, 2h), ...
 
     def look(
-        self, y_d: Tensor, mask: Tensor, lengths: Tensor, where: Tensor, view: CoarseView | None
+        self,
+        y_d: Tensor,
+        mask: Tensor,
+        lengths: Tensor,
+        where: Tensor,
+        view: CoarseView | None,
+        anchors: Tensor | None,
     ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor]]:
         raw = self.locator(where)  # (b, 2)
         values: dict[str, Tensor] = {}
         if view is None:
-            params = glimpse_parameters(raw, lengths, self.num_filters)  # centre, stride: (b,)
-            centre, stride = params.centre, params.stride
+            params, points = self.place(raw, lengths, anchors)  # points: (b, N')
+            centre, stride = params.centre, params.stride  # (b,) | (b, A), (b,)
         else:
             v = where if self.coarse_query is None else self.coarse_query(where)  # (b, 2h)
             # Scaled by C: for the bilinear scorer a chunk's score is then the sum of its
@@ -422,7 +516,7 @@ class TransformerGlimpseReader(_GlimpseReader):
             centre = (chunk_weights * view.centres).sum(-1)  # (b,)
             stride = 2 * torch.sigmoid(raw[:, 1].float())  # (b,)
             values["chunk_attention"] = chunk_weights
-        points = grid_points(centre, stride, self.num_filters)  # (b, N)
+            points = grid_points(centre, stride, self.num_filters)  # (b, N)
         if self.retina_widths:
             sampled, pooled = retina_read(y_d, points, lengths, mask, self.retina_widths)
             o = y_d.shape[-1]  # (b, N, (1 + R) 2h): the interpolated state, then the windows

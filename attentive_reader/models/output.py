@@ -77,9 +77,9 @@ class GlimpseExtras(ReaderExtras):
     Attributes:
         glimpse_attention: (b, K, n) each glimpse's weights, normalised over the real tokens.
         tokens_read: (b,) long, the tokens any glimpse read.
-        centre: (b, K) each glimpse's centre position.
+        centre: (b, K) each glimpse's centre position; (b, K, A) with ``A`` anchored windows.
         stride: (b, K) the spacing of its filters.
-        points: (b, K, N) the positions of its filters.
+        points: (b, K, N) the positions of its filters ((b, K, A N) with anchors).
         width: (b, K) the Gaussian filters' width (Gaussian glimpses).
         intensity: (b, K) the Gaussian glimpse's intensity, where it learns one.
         filter_weights: (b, K, N) the read-out's weights over the filters
@@ -89,6 +89,7 @@ class GlimpseExtras(ReaderExtras):
         chunk_attention: (b, K, J) the locator's weights over the coarse view's chunks (the
             transformer glimpse with ``coarse_chunk``).
         read_mask: (b, n) bool, the tokens any glimpse read (``tokens_read`` counts them).
+        anchors: (b, A) long, the positions the windows started from (with ``anchors``).
     """
 
     glimpse_attention: Tensor
@@ -102,6 +103,7 @@ class GlimpseExtras(ReaderExtras):
     tokens_pooled: Tensor | None = None
     chunk_attention: Tensor | None = None
     read_mask: Tensor | None = None
+    anchors: Tensor | None = None
 
 
 @dataclass

@@ -12,7 +12,11 @@ the sampler reads the two real tokens nearest to each point, weighted by distanc
 gradient reaches ``g`` and ``delta`` through the interpolation weights only.
 
 :func:`glimpse_parameters` maps unconstrained network outputs to ``g``, ``delta``, ``sigma``
-and the intensity ``gamma``, scaled to each example's length.
+and the intensity ``gamma``, scaled to each example's length. On long documents a window
+placed from the query alone rarely lands on the sentence a question is about, so windows can
+also start at *anchors*, the places where the query's words occur densest
+(:func:`match_weights`, :func:`window_sums`, :func:`top_anchors`), and the network then moves
+and sizes each window around its anchor (:func:`anchored_parameters`, in tokens).
 
 Letters: ``b`` batch, ``n`` padded length, ``N`` filters (sampling points), ``o`` state size.
 """
@@ -25,6 +29,7 @@ import torch
 from torch import Tensor
 
 from attentive_reader.common.checks import check_positive
+from attentive_reader.nn.features import query_match
 from attentive_reader.nn.masking import masked_softmax
 
 
@@ -393,3 +398,130 @@ def chunk_locator_loss(chunk_weights: Tensor, target: Tensor) -> Tensor:
     if not has.any():
         return chunk_weights.new_zeros(()).float()
     return -mass[has].clamp_min(1e-12).log().mean()
+
+
+def match_weights(
+    context: Tensor, context_mask: Tensor, query: Tensor, query_mask: Tensor
+) -> Tensor:
+    """How much each document token says "the query is about here": ``1 / c(t)`` on a real
+    token that also occurs in the query, ``c(t)`` the number of times that token occurs in the
+    document (a word the document repeats everywhere, e.g. "the", points nowhere); 0 elsewhere.
+
+    Args:
+        context: (b, n) token ids; context_mask: (b, n) bool, True on real tokens.
+        query: (b, m) token ids; query_mask: (b, m) bool.
+
+    Returns:
+        (b, n) float32; 0 on padding.
+    """
+    in_query, _ = query_match(context, context_mask, query, query_mask)  # (b, n)
+    real = context_mask.bool()
+    ids = context.long().masked_fill(~real, 0)  # (b, n)
+    vocab = int(ids.max()) + 1 if ids.numel() else 1
+    counts = torch.zeros(ids.shape[0], vocab, device=ids.device)  # (b, V)
+    counts.scatter_add_(1, ids, real.float())
+    per_token = counts.gather(1, ids).clamp_min(1)  # (b, n): c(t)
+    return in_query.float() / per_token  # (b, n)
+
+
+def window_sums(values: Tensor, radius: int) -> Tensor:
+    """``out[t] = sum of values[s]`` over ``|s - t| <= radius`` (a box of ``2 radius + 1``
+    positions, cut at the ends).
+
+    Args:
+        values: (b, n).
+        radius: >= 0.
+
+    Returns:
+        (b, n), float32.
+    """
+    if radius < 0:
+        raise ValueError(f"radius must be >= 0, got {radius}")
+    n = values.shape[1]
+    running = torch.nn.functional.pad(values.double().cumsum(1), (1, 0))  # (b, n + 1)
+    t = torch.arange(n, device=values.device)  # (n,)
+    high = (t + radius + 1).clamp_max(n)  # (n,)
+    low = (t - radius).clamp_min(0)  # (n,)
+    return (running[:, high] - running[:, low]).float()  # (b, n)
+
+
+def top_anchors(scores: Tensor, mask: Tensor, count: int, radius: int) -> Tensor:
+    """``count`` positions of high score, each more than ``radius`` from the ones before:
+    the best real position, then the best one outside the windows already taken, ...
+    (greedy non-maximum suppression). Ties go to the earliest position; once every real
+    position is taken, the remaining anchors repeat position 0.
+
+    Args:
+        scores: (b, n).
+        mask: (b, n) bool, True on real tokens.
+        count: ``A`` anchors.
+        radius: positions within this distance of an anchor are not anchors again.
+
+    Returns:
+        (b, A) long, positions in ``[0, L - 1]`` (0 for an empty document).
+    """
+    check_positive(count=count)
+    free = scores.detach().float().masked_fill(~mask.bool(), float("-inf"))  # (b, n)
+    t = torch.arange(scores.shape[1], device=scores.device)  # (n,)
+    chosen = []
+    for _ in range(count):
+        best = free.argmax(-1)  # (b,)
+        best = best.masked_fill(free.max(-1).values == float("-inf"), 0)
+        chosen.append(best)
+        near = (t.unsqueeze(0) - best.unsqueeze(-1)).abs() <= radius  # (b, n)
+        free = free.masked_fill(near, float("-inf"))
+    return torch.stack(chosen, dim=1)  # (b, A)
+
+
+def anchored_parameters(
+    raw: Tensor, anchors: Tensor, num_filters: int, span: int
+) -> GlimpseParameters:
+    """One window per anchor, placed by the locator *relative to* it, in tokens.
+
+    With ``raw = (g~, delta~[, sigma~[, gamma~]])`` shared by the ``A`` anchors ``a`` and ``W``
+    the span::
+
+        g_a   = a + W/2 tanh(g~)                  the centre moves at most W/2 from its anchor
+        delta = 2 W / max(N - 1, 1) sigmoid(delta~)  at delta~ = 0 the N points span W tokens
+        sigma = 2 W / N sigmoid(sigma~)           at most two strides: the window stays local
+        gamma = exp(gamma~)
+
+    Every size is bounded, so the window cannot widen into a blurred view of the whole
+    document (an unbounded width did, in training: with the answer outside the windows, the
+    widest filters were the cheapest way to reach it).
+
+    Args:
+        raw: (b, c) unconstrained values, ``c`` in 2..4 as in :func:`glimpse_parameters`.
+        anchors: (b, A) anchor positions.
+        num_filters: ``N`` points per window.
+        span: ``W``, tokens the window spans at the start.
+
+    Returns:
+        ``centre`` (b, A); ``stride``, ``width``, ``intensity`` (b,); float32.
+    """
+    if raw.dim() != 2 or raw.shape[1] not in (2, 3, 4):
+        raise ValueError(f"raw must be (b, 2), (b, 3) or (b, 4), got shape {tuple(raw.shape)}")
+    check_positive(num_filters=num_filters, span=span)
+    raw = raw.float()
+    centre = anchors.float() + span / 2 * torch.tanh(raw[:, :1])  # (b, A)
+    stride = 2 * span / max(num_filters - 1, 1) * torch.sigmoid(raw[:, 1])  # (b,)
+    width = torch.ones_like(stride)
+    intensity = torch.ones_like(stride)
+    if raw.shape[1] >= 3:
+        width = 2 * span / num_filters * torch.sigmoid(raw[:, 2])  # (b,)
+    if raw.shape[1] == 4:
+        intensity = torch.exp(raw[:, 3])  # (b,)
+    return GlimpseParameters(centre, stride, width, intensity)
+
+
+def anchored_grid(params: GlimpseParameters, num_filters: int) -> Tensor:
+    """The ``N`` grid points of each anchor's window, windows one after another.
+
+    Returns:
+        (b, A N) positions: anchor 0's ``N`` points, then anchor 1's, ...
+    """
+    centre = params.centre  # (b, A)
+    stride = params.stride.unsqueeze(-1).expand_as(centre)  # (b, A)
+    b, a = centre.shape
+    points = grid_points(centre.reshape(-1), stride.reshape(-1), num_filters)  # (b A, N)
+    return points.view(b, a * num_filters)  # (b, A N)

@@ -18,6 +18,7 @@ from attentive_reader.corpus.sources import UrlLists, parse_story
 from attentive_reader.corpus.synthetic import (
     COMPACT_SHAPE,
     DEFAULT_SHAPE,
+    LONG_SHAPE,
     Entity,
     Mention,
     StoryShape,
@@ -363,6 +364,30 @@ def test_synth_command_compact(tmp_path, capsys):
         text = (out / "stories" / f"{item.story.id}.story").read_text(encoding="utf-8")
         assert text == format_story(item.story)
     assert '"shape": "compact"' in (out / "synthetic.json").read_text()
+
+
+def test_long_stories_are_as_long_as_real_news_and_keep_every_fact_apart():
+    """The long shape: ~850 anonymized tokens (real CNN stories: ~830), many facts of many
+    kinds, each kind stated 2-3 times (each with its own template), every fact in one
+    sentence; the command writes it with --shape long."""
+    stories = generate_corpus(20, 9, LONG_SHAPE)
+    words = [len(re.findall(r"\w+|[^\w\s]", s.story.article)) for s in stories]
+    assert 800 <= sum(words) / len(words) <= 1000  # before names become one marker each
+    for item in stories:
+        kinds = Counter(kind for kind, _ in item.facts)
+        assert len(kinds) >= 6 and set(kinds.values()) <= {2, 3}
+        assert len(item.entities) >= 20
+    assert generate_story(9, 3, LONG_SHAPE) == stories[3]  # independent of the corpus size
+
+
+def test_synth_command_long(tmp_path, capsys):
+    out = tmp_path / "corpus"
+    assert main(["synth", str(out), "--stories", "3", "--seed", "5", "--shape", "long"]) == 0
+    assert "wrote 3 long synthetic stories" in capsys.readouterr().out
+    for item in generate_corpus(3, 5, LONG_SHAPE):
+        text = (out / "stories" / f"{item.story.id}.story").read_text(encoding="utf-8")
+        assert text == format_story(item.story)
+    assert '"shape": "long"' in (out / "synthetic.json").read_text()
 
 
 # --- Generated cloze examples as a processed dataset (the toy task) ---------------------------

@@ -58,6 +58,25 @@ READERS = {
         locator_supervision=0.5,
         **kw,
     ),
+    "gaussian-anchored-pointer": lambda **kw: GaussianGlimpseReader(
+        vocab_size=VOCAB,
+        num_entities=ENTITIES,
+        **(TINY | {"answer_layer": "pointer"}),
+        num_filters=3,
+        anchors=2,
+        anchor_span=4,
+        **kw,
+    ),
+    "transformer-anchored-retina": lambda **kw: TransformerGlimpseReader(
+        vocab_size=VOCAB,
+        num_entities=ENTITIES,
+        **TINY,
+        num_filters=3,
+        anchors=2,
+        anchor_span=4,
+        retina_widths=[3],
+        **kw,
+    ),
 }
 
 
@@ -73,16 +92,20 @@ def test_extras(name):
     batch = random_batch(num_examples=6, vocab_size=VOCAB, num_entities=ENTITIES)
     b, n = batch.context.shape
     k, filters = reader.num_glimpses, reader.num_filters
+    windows = max(reader.anchors, 1)  # one window, or one per anchor
     with torch.no_grad():
         output = reader(batch)
     assert output.selected is None
     extras = output.extras
     assert extras.glimpse_attention.shape == (b, k, n)
     assert torch.allclose(extras.glimpse_attention.sum(-1), torch.ones(b, k), atol=1e-5)
-    assert extras.centre.shape == extras.stride.shape == (b, k)
-    assert extras.points.shape == (b, k, filters)
+    assert extras.centre.shape == ((b, k, windows) if reader.anchors else (b, k))
+    assert extras.stride.shape == (b, k)
+    assert extras.points.shape == (b, k, windows * filters)
+    assert (extras.anchors is None) == (not reader.anchors)
     lengths = batch.context_mask.sum(1)  # (b,)
-    assert ((extras.centre >= 0) & (extras.centre <= (lengths - 1).unsqueeze(1))).all()
+    last = (lengths - 1).view(b, *[1] * (extras.centre.dim() - 1))
+    assert ((extras.centre >= 0) & (extras.centre <= last)).all()
     tokens = extras.tokens_read
     assert tokens.shape == (b,) and (tokens >= 1).all() and (tokens <= lengths).all()
     # what evaluation counts: the tokens read, inside the document
@@ -95,7 +118,7 @@ def test_extras(name):
     if isinstance(reader, TransformerGlimpseReader):
         # Every read token has interpolation weight (or is a zero-weight neighbour); at most
         # 2N per glimpse.
-        assert (tokens <= 2 * filters * k).all()
+        assert (tokens <= 2 * filters * windows * k).all()
         assert extras.width is None
     else:
         assert extras.width.shape == (b, k) and (extras.width > 0).all()
@@ -207,7 +230,62 @@ def test_a_fresh_gaussian_reader_scans_the_whole_document():
     assert torch.equal(extras.tokens_read, batch.context_mask.sum(1))
 
 
-@pytest.mark.parametrize("name", ["gaussian", "transformer"])
+def test_anchored_windows_start_where_the_query_words_are():
+    """Example 0's query words sit at positions 9 and 10 of 14 tokens, example 1's at 3 of 8.
+    With windows of W = 4 (radius 2) the match weight summed over t-2..t+2 is 2 at t = 8..11
+    (example 0; ties go to the earliest), so the first anchor is 8 and the second, more than 2
+    away, 11; example 1's are 1 (1 at t = 1..5) and then 4. A fresh locator puts each window
+    on its anchor, its 3 points 2 tokens apart."""
+    batch = _coarse_batch()
+    for name in ("gaussian-anchored-pointer", "transformer-anchored-retina"):
+        reader = build(name).eval()
+        with torch.no_grad():
+            extras = reader(batch).extras
+        assert extras.anchors.tolist() == [[8, 11], [1, 4]]
+        assert extras.centre[:, 0].tolist() == [[8.0, 11.0], [1.0, 4.0]]
+        assert extras.points[0, 0].tolist() == [6.0, 8.0, 10.0, 9.0, 11.0, 13.0]
+        assert extras.stride[:, 0].tolist() == [2.0, 2.0]
+    # The transformer reads each point's two neighbours: 6..13 (13 is the last token) of
+    # example 0, and 0..7 (-1 clamps to 0) of example 1; padding never.
+    assert extras.tokens_read.tolist() == [8, 8]
+    assert (extras.glimpse_attention[1, 0, 8:] == 0).all()
+
+
+def test_anchored_windows_move_with_the_locator():
+    """A large offset moves every window by W/2 from its anchor (the gradient reaching the
+    locator: ``test_gradients_reach_the_locator``)."""
+    batch = _coarse_batch()
+    reader = build("gaussian-anchored-pointer")
+    with torch.no_grad():
+        reader.locator.bias[0] = 50.0
+        extras = reader.eval()(batch).extras
+    assert extras.centre[:, 0].tolist() == [[10.0, 13.0], [3.0, 6.0]]
+
+
+def test_the_uniform_share_mixes_an_even_spread_into_the_pointers_weights():
+    """With share s an entity's weight is (1 - s) W_e + s c_e / L: W_e its weight without the
+    share, c_e its mentions, L the real tokens; so an entity the windows miss keeps s c_e / L."""
+    batch = random_batch(num_examples=6, vocab_size=VOCAB, num_entities=ENTITIES, seed=2)
+    plain = build("gaussian-anchored-pointer").eval()
+    mixed = build("gaussian-anchored-pointer", uniform_share=0.25).eval()
+    mixed.load_state_dict(plain.state_dict())
+    with torch.no_grad():
+        before, after = plain(batch).logits, mixed(batch).logits  # (b, e)
+    entity = batch.context - ENTITY_OFFSET  # (b, n)
+    ids = torch.arange(ENTITIES).view(1, -1, 1)
+    mentions = ((entity.unsqueeze(1) == ids) & batch.context_mask.unsqueeze(1)).sum(-1)  # (b, e)
+    lengths = batch.context_mask.sum(1, keepdim=True)  # (b, 1)
+    expected = torch.log(0.75 * before.exp() + 0.25 * mentions / lengths)
+    candidates = batch.candidates
+    torch.testing.assert_close(after[candidates], expected[candidates])
+    assert (after[candidates] >= torch.log(0.25 * mentions / lengths)[candidates] - 1e-6).all()
+    with pytest.raises(ValueError, match="uniform_share must be in"):
+        build("gaussian-anchored-pointer", uniform_share=1.0)
+
+
+@pytest.mark.parametrize(
+    "name", ["gaussian", "transformer", "gaussian-anchored-pointer", "transformer-anchored-retina"]
+)
 def test_gradients_reach_the_locator(name):
     reader = build(name)
     batch = random_batch(num_examples=8, vocab_size=VOCAB, num_entities=ENTITIES, seed=4)
@@ -225,6 +303,9 @@ def test_gradients_reach_the_locator(name):
         ({"scorer": "mlp"}, "unknown scorer 'mlp'"),
         ({"readout": "gated"}, "readout must be"),
         ({"dropout": 1.0}, "dropout"),
+        ({"anchors": -1}, "anchors must be 0"),
+        ({"anchors": 2, "anchor_span": 1}, "anchor_span must be an integer >= 2"),
+        ({"anchors": 2, "num_glimpses": 2}, "it needs num_glimpses 1"),
     ],
 )
 @pytest.mark.parametrize("cls", [GaussianGlimpseReader, TransformerGlimpseReader])
@@ -239,6 +320,7 @@ def test_constructor_validates(cls, arguments, message):
         ({"coarse_chunk": -1}, "coarse_chunk must be 0"),
         ({"retina_widths": [3, 1]}, "retina_widths must be integers >= 2"),
         ({"locator_supervision": 1.0}, "needs coarse_chunk > 0"),
+        ({"coarse_chunk": 4, "anchors": 2}, "coarse_chunk and anchors are two ways"),
         ({"coarse_chunk": 4, "locator_supervision": -1.0}, "locator_supervision must be >= 0"),
     ],
 )
@@ -248,7 +330,12 @@ def test_transformer_options_validate(arguments, message):
 
 
 def test_bf16_autocast_forward_and_backward():
-    for name in ("gaussian", "transformer", "transformer-coarse-retina"):
+    for name in (
+        "gaussian",
+        "transformer",
+        "transformer-coarse-retina",
+        "gaussian-anchored-pointer",
+    ):
         reader = build(name)
         batch = random_batch(num_examples=4, vocab_size=VOCAB, num_entities=ENTITIES)
         with torch.autocast("cpu", dtype=torch.bfloat16):

@@ -6,6 +6,8 @@ import pytest
 import torch
 
 from attentive_reader.nn.glimpse import (
+    anchored_grid,
+    anchored_parameters,
     chunk_any,
     chunk_locator_loss,
     clamp_to_document,
@@ -15,10 +17,13 @@ from attentive_reader.nn.glimpse import (
     grid_points,
     interpolation_weights,
     linear_sample,
+    match_weights,
     position_weights,
     retina_read,
     sampled_mask,
     support_mask,
+    top_anchors,
+    window_sums,
     window_weights,
 )
 
@@ -259,3 +264,70 @@ def test_chunk_flags_and_the_locator_loss():
     both = torch.tensor([[True, True, False], [False, False, False]])
     assert chunk_locator_loss(weights, both).item() == pytest.approx(-math.log(0.7))
     assert chunk_locator_loss(weights, torch.zeros_like(both)).item() == 0.0
+
+
+def test_match_weights_by_hand():
+    # Document ids 5 7 5 9 8 [pad pad], query 5 9 4 [pad]: 5 occurs twice in the document
+    # (1/2 each), 9 once (1); 7 and 8 are not in the query; padding (id 0, and the query's
+    # padding id 0) never counts.
+    context = torch.tensor([[5, 7, 5, 9, 8, 0, 0], [4, 4, 4, 6, 0, 0, 0]])
+    query = torch.tensor([[5, 9, 4, 0], [4, 0, 0, 0]])
+    weights = match_weights(context, context != 0, query, query != 0)
+    expected = [[0.5, 0.0, 0.5, 1.0, 0.0, 0.0, 0.0], [1 / 3, 1 / 3, 1 / 3, 0.0, 0.0, 0.0, 0.0]]
+    torch.testing.assert_close(weights, torch.tensor(expected))
+
+
+def test_window_sums_by_hand():
+    values = torch.tensor([[1.0, 0.0, 2.0, 0.0, 0.0, 4.0]])
+    # radius 1: t=0 sums 0..1, t=1 sums 0..2, ..., t=5 sums 4..5.
+    assert window_sums(values, 1).tolist() == [[1.0, 3.0, 2.0, 2.0, 4.0, 4.0]]
+    assert torch.equal(window_sums(values, 0), values)
+    assert window_sums(values, 9).tolist() == [[7.0] * 6]
+    with pytest.raises(ValueError, match="radius must be >= 0"):
+        window_sums(values, -1)
+
+
+def test_anchors_are_the_peaks_apart_and_never_padding():
+    scores = torch.tensor(
+        [[0.0, 3.0, 2.5, 0.0, 1.0, 0.0, 9.0], [1.0, 0.0, 5.0, 0.0, 0.0, 0.0, 0.0]]
+    )
+    mask = _mask([7, 3], 7)
+    # Example 0: 6 first; within radius 1 of it (5, 6) is taken, so 1 next; then 2 is too
+    # near 1, and 4 (score 1) is the best left. Example 1: 2, then 0 (outside 1..3); the
+    # high padding score at 6 is never chosen.
+    scores[1, 6] = 99.0
+    anchors = top_anchors(scores, mask, count=3, radius=1)
+    assert anchors.tolist() == [[6, 1, 4], [2, 0, 0]]  # example 1 runs out: 0 repeats
+    # An empty document anchors at 0.
+    assert top_anchors(scores[:1], _mask([0], 7), 2, 1).tolist() == [[0, 0]]
+
+
+def test_an_anchored_window_starts_on_its_anchor_and_spans_w():
+    # raw = 0: centre = anchor, stride = W / (N - 1), width = 2 W / N sigmoid(0) = W / N.
+    raw = torch.zeros(2, 3)
+    params = anchored_parameters(raw, torch.tensor([[10, 40], [3, 0]]), num_filters=5, span=8)
+    assert params.centre.tolist() == [[10.0, 40.0], [3.0, 0.0]]
+    assert params.stride.tolist() == [2.0, 2.0]
+    torch.testing.assert_close(params.width, torch.tensor([1.6, 1.6]))
+    grid = anchored_grid(params, 5)  # (b, A N): anchor 0's points, then anchor 1's
+    assert grid[0].tolist() == [6.0, 8.0, 10.0, 12.0, 14.0, 36.0, 38.0, 40.0, 42.0, 44.0]
+    # The centre moves at most W/2 = 4 from its anchor; the stride and the width at most
+    # double.
+    far = anchored_parameters(torch.tensor([[50.0, 50.0, 50.0]]), torch.tensor([[10]]), 5, 8)
+    assert far.centre.tolist() == [[14.0]] and far.stride.tolist() == [4.0]
+    torch.testing.assert_close(far.width, torch.tensor([3.2]))
+    with pytest.raises(ValueError, match="raw must be"):
+        anchored_parameters(torch.zeros(1, 5), torch.tensor([[1]]), 5, 8)
+
+
+def test_gradients_reach_the_anchored_window_and_padding_gets_nothing():
+    states = torch.arange(8.0).view(1, 8, 1)  # s(t) = t; tokens 6, 7 are padding
+    mask = _mask([6], 8)
+    raw = torch.tensor([[0.2, -0.1, 0.0]], requires_grad=True)
+    params = anchored_parameters(raw, torch.tensor([[5]]), num_filters=3, span=4)
+    mu = anchored_grid(params, 3)  # points near 3, 5, 7: the last one beyond the end
+    filters = gaussian_filterbank(mu, params.width, mask)
+    assert torch.equal(filters[..., 6:], torch.zeros(1, 3, 2))
+    torch.bmm(filters, states)[0, 0, 0].backward()  # the first point reads further right
+    grad = raw.grad[0]  # as the centre moves right or the stride shrinks
+    assert grad[0] > 0 and grad[1] < 0 and grad[2] != 0

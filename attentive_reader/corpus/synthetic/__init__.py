@@ -49,6 +49,7 @@ from attentive_reader.corpus.synthetic.ground_truth import (
 from attentive_reader.corpus.synthetic.shapes import (
     COMPACT_SHAPE,
     DEFAULT_SHAPE,
+    LONG_SHAPE,
     SHAPES,
     URL_PREFIX,
     Entity,
@@ -64,6 +65,7 @@ __all__ = [
     "COMPACT_SHAPE",
     "DEFAULT_SHAPE",
     "GENERATOR_VERSION",
+    "LONG_SHAPE",
     "MARKER_FILE",
     "SHAPES",
     "URL_LIST_FILES",

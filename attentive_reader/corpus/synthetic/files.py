@@ -164,7 +164,7 @@ def synthesize(
         out_dir: the output folder (created if missing).
         num_stories: how many stories (stories ``0 .. num_stories - 1`` of ``seed``).
         seed: the corpus seed.
-        shape: ``DEFAULT_SHAPE`` or ``COMPACT_SHAPE``.
+        shape: ``DEFAULT_SHAPE``, ``COMPACT_SHAPE`` or ``LONG_SHAPE``.
         overwrite: replace the ``.story`` files and entity ruler of an earlier run.
 
     Returns:

@@ -78,7 +78,20 @@ COMPACT_SHAPE = StoryShape(
     plain_fillers=(0, 1),
     min_sentences=4,
 )
-SHAPES: dict[str, StoryShape] = {shape.name: shape for shape in (DEFAULT_SHAPE, COMPACT_SHAPE)}
+# The long shape: ~850-token stories (anonymized), as long as real news stories, 12-21 facts
+# of 6-8 kinds and ~35 candidates per question: a reader must first find the sentence the
+# question is about among many of the same kind (the glimpse readers' problem on real news).
+LONG_SHAPE = StoryShape(
+    name="long",
+    plans=((7, (2, 3)), (8, (2,)), (6, (3,))),
+    mention_counts=(1, 2, 3, 4, 5),
+    mention_weights=(0.2, 0.3, 0.25, 0.15, 0.1),
+    plain_fillers=(10, 16),
+    min_sentences=40,
+)
+SHAPES: dict[str, StoryShape] = {
+    shape.name: shape for shape in (DEFAULT_SHAPE, COMPACT_SHAPE, LONG_SHAPE)
+}
 
 
 @dataclass(frozen=True)
