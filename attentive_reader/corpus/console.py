@@ -34,6 +34,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from attentive_reader.common.durations import duration as _duration
 from attentive_reader.common.faults import WriteGuard, format_size, size_of
 from attentive_reader.corpus.manifest import comparison_table, counts_table
 from attentive_reader.corpus.options import PreprocessOptions
@@ -139,13 +140,6 @@ class ShardProgress:
         if self.total and rate > 0:
             line += f", about {_duration(max(self.total - self.done, 0) / rate)} left"
         self.console.print(line, soft_wrap=True, highlight=False, markup=False)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    minutes = seconds / 60
-    return f"{minutes:.1f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
 
 
 # --------------------------------------------------------------------------- the estimate

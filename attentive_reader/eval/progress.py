@@ -25,6 +25,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from attentive_reader.common.durations import duration as _duration
+
 ProgressStyle = Literal["auto", "bar", "lines"]
 
 
@@ -99,10 +101,3 @@ class QuestionProgress:
         with Progress(*columns, console=console, transient=False) as bar:
             task = bar.add_task("reading", total=total)
             yield lambda questions: bar.advance(task, questions)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    minutes = seconds / 60
-    return f"{minutes:.1f} min" if minutes < 120 else f"{minutes / 60:.1f} h"

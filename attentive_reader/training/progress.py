@@ -26,6 +26,8 @@ from typing import Any, Literal
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import RichProgressBar
 
+from attentive_reader.common.durations import duration as _duration
+
 ProgressStyle = Literal["auto", "bar", "lines"]
 
 
@@ -179,13 +181,6 @@ def _on_terminal() -> bool:
 
 def _number(value: Any) -> str:
     return "n/a" if value is None else f"{float(value):.4f}"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    minutes = seconds / 60
-    return f"{minutes:.1f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
 
 
 def _baseline(trainer: pl.Trainer) -> str:
