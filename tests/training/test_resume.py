@@ -21,26 +21,12 @@ import torch
 
 from attentive_reader.cli import main as cli_main
 from attentive_reader.corpus.synthetic.toy import write_toy_dataset
+from tests.training.test_training import KILLER  # the same SIGKILL callback
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 BATCHES = 6  # 48 training questions in batches of 8
 KILLED_AT = BATCHES + 3  # after the third batch of the second epoch
-
-KILLER = '''
-import os, signal
-from pytorch_lightning.callbacks import Callback
-
-class KillAtStep(Callback):
-    """SIGKILL this process once ``step`` optimizer steps are done (no cleanup at all)."""
-
-    def __init__(self, step: int):
-        self.step = step
-
-    def on_train_batch_end(self, trainer, *args):
-        if trainer.global_step >= self.step:
-            os.kill(os.getpid(), signal.SIGKILL)
-'''
 
 
 def _fit(data: Path, logs: str, *extra: str) -> list[str]:
