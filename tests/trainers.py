@@ -1,5 +1,6 @@
-"""One quiet CPU trainer for the tests that build their own ``pl.Trainer``, and a tiny module
-that records a probe at each training step."""
+"""One quiet CPU trainer for the tests that build their own ``pl.Trainer``, a tiny module
+that records a probe at each training step, and a callback file that SIGKILLs a training
+subprocess (``KILLER``)."""
 
 from __future__ import annotations
 
@@ -50,3 +51,20 @@ class ProbeModule(pl.LightningModule):
     def train_dataloader(self):
         data = torch.utils.data.TensorDataset(torch.randn(8, 4))
         return torch.utils.data.DataLoader(data, batch_size=4)
+
+
+# A callback file for a training subprocess that dies like a crash (no cleanup at all).
+KILLER = '''
+import os, signal
+from pytorch_lightning.callbacks import Callback
+
+class KillAtStep(Callback):
+    """SIGKILL this process once ``step`` optimizer steps are done (a crash: no cleanup)."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_train_batch_end(self, trainer, *args):
+        if trainer.global_step >= self.step:
+            os.kill(os.getpid(), signal.SIGKILL)
+'''

@@ -21,7 +21,7 @@ import torch
 
 from attentive_reader.cli import main as cli_main
 from attentive_reader.corpus.synthetic.toy import write_toy_dataset
-from tests.training.test_training import KILLER  # the same SIGKILL callback
+from tests.trainers import KILLER
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

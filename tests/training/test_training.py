@@ -19,7 +19,7 @@ from attentive_reader.data.datamodule import ClozeDataModule
 from attentive_reader.data.vocab import Vocabulary
 from attentive_reader.models import AttentiveReader
 from attentive_reader.models.loading import load_reader
-from tests.trainers import quiet_trainer
+from tests.trainers import KILLER, quiet_trainer
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(ROOT.glob("configs/**/*.yaml"))
@@ -167,22 +167,6 @@ def test_fit_logs_its_wall_time_at_each_epoch_and_a_resume_goes_on_from_it(toy, 
         float(r["train_wall_s"]) for r in _metrics(run_dir / "resumed") if r["train_wall_s"]
     ]
     assert third > state["elapsed"]
-
-
-KILLER = '''
-import os, signal
-from pytorch_lightning.callbacks import Callback
-
-class KillAtStep(Callback):
-    """SIGKILL this process once ``step`` optimizer steps are done (a crash: no cleanup)."""
-
-    def __init__(self, step: int):
-        self.step = step
-
-    def on_train_batch_end(self, trainer, *args):
-        if trainer.global_step >= self.step:
-            os.kill(os.getpid(), signal.SIGKILL)
-'''
 
 
 @pytest.mark.slow
