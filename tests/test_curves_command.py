@@ -308,3 +308,57 @@ def test_what_the_learning_command_writes_is_what_curves_reads(tmp_path, monkeyp
     png = tmp_path / "curves.png"
     assert row in _curves(capsys, "--learning", str(saved), "--output", str(png))
     assert _png_size(png) == (880, 484)
+
+
+def test_learning_over_training_set_sizes(tmp_path, monkeypatch, capsys):
+    """``learning --sizes``: each size is a share of the training stories that ``fit`` keeps
+    (``--data.train_fraction``) holding at least that many questions, the smallest such share;
+    the table gives each reader's best epoch at each size and ``curves --learning`` draws it."""
+    from attentive_reader.commands import learning
+    from attentive_reader.corpus.records import load_split
+    from attentive_reader.data.stories import story_share
+
+    # 10 stories of 3 training questions each
+    train = [cloze_example(f"ex{i}", f"story{i // 3}") for i in range(30)]
+    data = write_dataset(tmp_path / "data", {"train": train, "validation": train[:2]})
+    rows = load_split(Path(data), "train")
+    for size, held in [(1, 3), (3, 3), (4, 6), (7, 9), (30, 30)]:
+        share, kept = learning.size_share(list(rows["story_id"]), size)
+        assert kept == held and len(story_share(rows, share)) == held, size
+    assert learning.size_share(list(rows["story_id"]), 30)[0] <= 1.0
+
+    shares = []
+
+    def train_run(config, data, out, epochs, seed, extra):
+        share = float(extra[extra.index("--data.train_fraction") + 1])
+        shares.append(share)
+        held = len(story_share(rows, share))
+        return {"val_acc": [0.1, held / 30], "train_loss": [2.0, 1.0], "seconds": 3.0}
+
+    monkeypatch.setattr(learning, "train", train_run)
+    monkeypatch.setattr(learning, "validation_baselines", lambda data: BASELINES)
+    saved = tmp_path / "sizes.json"
+    argv = ["learning", "--data", data, "--readers", "attentive_reader", "--epochs", "2"]
+    assert main([*argv, "--sizes", "7", "30", "3", "--output", str(saved)]) == 0
+    printed = capsys.readouterr().out
+    assert len(shares) == 3  # one run per size, no run on the whole set besides
+    head = "| reader | 3 questions | 9 questions | 30 questions |"
+    row = "| attentive_reader | 0.100 (epoch 1) | 0.300 (epoch 2) | 1.000 (epoch 2) |"
+    assert head in printed and row in printed
+    assert "| attentive_reader, 9 questions | 0.100 | 0.300 | 3 s |  |" in printed
+    record = json.loads(saved.read_text())
+    assert [run["questions"] for run in record["sizes"]["attentive_reader"]] == [3, 9, 30]
+    assert record["readers"] == {}
+    png = tmp_path / "sizes.png"
+    shown = _curves(capsys, "--learning", str(saved), "--output", str(png))
+    assert row in shown
+    assert _png_size(png) == (880 * 2, 484)  # the size panel beside the runs' epochs
+
+    # a size the training split cannot hold, and a size below 1: one line each
+    for sizes, message in [
+        ("31", f"--sizes 31: the training split of {data} holds only 30 questions"),
+        ("0", "--sizes 0: a training-set size is a number of questions, 1 or more"),
+    ]:
+        assert main([*argv, "--sizes", sizes]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line == f"attentive-reader learning: error: {message}"

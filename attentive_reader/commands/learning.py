@@ -2,8 +2,10 @@
 
 Trains shipped configs through the Lightning CLI (as ``attentive-reader fit --config``) on
 ``--data`` or a corpus generated here, with the entity permutation on, and prints validation
-accuracy per epoch beside the baselines; ``--plateau`` compares the answer layers; ``--output``
-writes the JSON that ``attentive-reader curves --learning`` draws. Training runs where
+accuracy per epoch beside the baselines; ``--plateau`` compares the answer layers; ``--sizes``
+trains each reader on training sets of several sizes (a share of the training stories, as
+``fit --data.train_fraction``), the same validation questions for all; ``--output`` writes the
+JSON that ``attentive-reader curves --learning`` draws. Training runs where
 Lightning's ``accelerator: auto`` puts it, with one torch thread unless ``--threads``.
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,6 +50,31 @@ def generate(out: Path, stories: int, seed: int, shape: str) -> Path:
         "--spacy-model", str(corpus / "entity_ruler"), "--output", str(data), "--quiet",
     ])  # fmt: skip
     return data
+
+
+def train_questions(data: Path) -> list[str]:
+    """The story id of each training question of ``data``, in stored order."""
+    from attentive_reader.corpus.records import load_split
+
+    return list(load_split(data, "train")["story_id"])
+
+
+def size_share(story_ids: list[str], size: int) -> tuple[float, int]:
+    """The share of the training stories (``--data.train_fraction``) that holds about ``size``
+    questions, and how many questions it holds: the smallest share of the stories, in the
+    order ``fit`` keeps them, with at least ``size`` questions (all of them if fewer)."""
+    from attentive_reader.data.stories import story_position
+
+    per_story: dict[str, int] = {}
+    for story in story_ids:
+        per_story[story] = per_story.get(story, 0) + 1
+    held = 0
+    for story in sorted(per_story, key=story_position):
+        held += per_story[story]
+        if held >= size:
+            # story_share keeps the stories whose position is below the share
+            return math.nextafter(story_position(story), math.inf), held
+    return 1.0, held
 
 
 def _attentive_reader(argv: list[str]) -> None:
@@ -89,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--data", help="a processed dataset (default: generate one)")
     parser.add_argument(
-        "--stories", type=int, default=1500, help="stories to generate (default: %(default)s)"
+        "--stories",
+        type=int,
+        help="stories to generate (default: 1500, or with --sizes enough for the largest)",
     )
     parser.add_argument(
         "--seed", type=int, default=1, help="corpus seed (generated data; default: %(default)s)"
@@ -133,6 +164,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ARG",
         help="extra fit arguments for every run, e.g. --set=--model.lr=0.003 (repeatable)",
     )
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="train each reader on about N training questions for each N (a share of the "
+        "training stories, the same validation questions), instead of on all of them: "
+        "accuracy against training-set size",
+    )
     parser.add_argument("--plateau", action="store_true", help="add the answer-layer table")
     parser.add_argument("--no-readers", action="store_true", help="only the plateau table")
     parser.add_argument(
@@ -152,16 +192,28 @@ def run(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(args.work_dir or scratch)
-        generated = work / "generated"
-        data = Path(args.data or generate(generated, args.stories, args.seed, args.shape))
+        data = Path(args.data) if args.data else _generate(work / "generated", args)
         base = validation_baselines(data)
+        story_ids = train_questions(data) if args.sizes else []
+        _check_sizes(args, data, len(story_ids))
         extra = ["--data.num_entities", str(args.num_entities)] if args.num_entities else []
         extra += args.set
         readers: dict[str, dict] = {}
         plateau: dict[str, dict] = {}
+        sizes: dict[str, list[dict]] = {}
         for seed in args.train_seeds:
             suffix = f" (seed {seed})" if len(args.train_seeds) > 1 else ""
-            for name in [] if args.no_readers else args.readers:
+            for name in args.readers if args.sizes and not args.no_readers else []:
+                config = _config(name)
+                for size in sorted(set(args.sizes)):
+                    share, held = size_share(story_ids, size)
+                    folder = work / f"{config.stem}-{seed}-size{size}"
+                    options = [*extra, "--data.train_fraction", repr(share)]
+                    run = train(config, data, folder, args.epochs, seed, options)
+                    run |= {"questions": held, "share": share}
+                    sizes.setdefault(config.stem + suffix, []).append(run)
+                    print(f"{config.stem}{suffix}, {held:,} questions", run, flush=True)
+            for name in [] if args.no_readers or args.sizes else args.readers:
                 config = _config(name)
                 run = train(config, data, work / f"{config.stem}-{seed}", args.epochs, seed, extra)
                 readers[config.stem + suffix] = run
@@ -184,7 +236,35 @@ def run(args: argparse.Namespace) -> dict:
         "baselines": base,
         "readers": readers,
         "plateau": plateau,
+        "sizes": sizes,
     }
+
+
+def _generate(out: Path, args: argparse.Namespace) -> Path:
+    """The generated corpus: ``--stories`` stories, or with ``--sizes`` enough stories for the
+    largest size (a first corpus measures the questions per story, a second one, if needed, is
+    larger by that measure)."""
+    stories = args.stories or 1500
+    data = generate(out, stories, args.seed, args.shape)
+    if args.sizes and args.stories is None:
+        held = len(train_questions(data))
+        if held < max(args.sizes):
+            bigger = math.ceil(stories * max(args.sizes) / max(held, 1) * 1.05)
+            shutil.rmtree(out)
+            data = generate(out, bigger, args.seed, args.shape)
+            args.stories = bigger
+    args.stories = args.stories or stories
+    return data
+
+
+def _check_sizes(args: argparse.Namespace, data: Path, held: int) -> None:
+    """Every ``--sizes`` within the training questions of ``data``."""
+    if args.sizes and max(args.sizes) > held:
+        more = "; generate more stories (--stories)" if not args.data else ""
+        raise UserError(
+            f"--sizes {max(args.sizes)}: the training split of {data} holds only {held:,} "
+            f"questions{more}"
+        )
 
 
 def _config(name: str) -> Path:
@@ -199,6 +279,11 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     for name in args.readers:  # every name checked before the first run
         _config(name)
+    for size in args.sizes or ():
+        if size < 1:
+            raise UserError(
+                f"--sizes {size}: a training-set size is a number of questions, 1 or more"
+            )
     figures = run(args)
     ids = figures["num_entities"] or "the data's own"
     print(

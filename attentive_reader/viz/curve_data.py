@@ -22,7 +22,7 @@ import csv
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -441,12 +441,15 @@ class LearningCurves:
         baselines: baseline name -> accuracy on the same validation split.
         epochs: the epochs each run was asked for.
         corpus: what the curves were trained on, in a few words.
+        sizes: reader -> its runs on training sets of several sizes (``learning --sizes``),
+            each run's figures with ``questions`` (the training questions it had), by size.
     """
 
     panels: dict[str, dict[str, dict[str, Any]]]
     baselines: dict[str, float]
     epochs: int
     corpus: str
+    sizes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 LEARNING_FILE = "the JSON file of `attentive-reader learning --output`"
@@ -476,13 +479,23 @@ def learning_record(record: Any, source: str) -> LearningCurves:
         for runs in panels.values():
             for run in runs.values():
                 run["val_acc"] = [float(a) for a in run["val_acc"]]
+        sizes = {
+            reader: sorted((dict(run) for run in runs), key=lambda run: int(run["questions"]))
+            for reader, runs in record.get("sizes", {}).items()
+        }
+        for runs in sizes.values():
+            for run in runs:
+                run["val_acc"] = [float(a) for a in run["val_acc"]]
+                run["questions"] = int(run["questions"])
         baselines = {name: float(value) for name, value in record["baselines"].items()}
-        curves = LearningCurves(panels, baselines, int(record["epochs"]), _corpus(record))
+        epochs = int(record["epochs"])
+        curves = LearningCurves(panels, baselines, epochs, _corpus(record), sizes)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise UserError(
             f"{source}: not {LEARNING_FILE} ({type(error).__name__}: {error})"
         ) from None
-    if not any(run["val_acc"] for runs in panels.values() for run in runs.values()):
+    every = [run for runs in panels.values() for run in runs.values()]
+    if not any(run["val_acc"] for run in every + [r for rs in sizes.values() for r in rs]):
         raise UserError(f"{source}: no run with a validated epoch in it")
     return curves
 

@@ -185,10 +185,18 @@ def reading(run: Mapping[str, Any]) -> str:
 
 def learning_tables(curves: LearningCurves) -> list[Table]:
     """One table per panel with runs: validation accuracy per epoch, the run's time and the
-    tokens a glimpse reader read; then the baselines."""
-    tables = []
+    tokens a glimpse reader read; then the baselines. With runs over training-set sizes, their
+    per-epoch table too and, first, each reader's best validation accuracy at each size."""
+    panels = dict(curves.panels)
+    if curves.sizes:
+        panels[SIZES_PANEL] = {
+            f"{reader}, {run['questions']:,} questions": run
+            for reader, runs in curves.sizes.items()
+            for run in runs
+        }
+    tables = [size_learning_table(curves)] if curves.sizes else []
     head = ["run", *(f"epoch {k + 1}" for k in range(curves.epochs)), "time", "tokens read"]
-    for title, runs in curves.panels.items():
+    for title, runs in panels.items():
         if not runs:
             continue
         rows = []
@@ -201,3 +209,27 @@ def learning_tables(curves: LearningCurves) -> list[Table]:
         rows += _baseline_rows(curves.baselines, len(head), "{:.3f}")
         tables.append(Table(f"{title}: validation accuracy", head, rows))
     return tables
+
+
+SIZES_PANEL = "Training-set sizes"
+"""The title of the per-epoch table of ``learning --sizes`` runs."""
+
+
+def size_learning_table(curves: LearningCurves) -> Table:
+    """Each reader's best validation accuracy (and its epoch) at each training-set size."""
+    sizes = sorted({run["questions"] for runs in curves.sizes.values() for run in runs})
+    head = ["reader", *(f"{size:,} questions" for size in sizes)]
+    rows = []
+    for reader, runs in curves.sizes.items():
+        by_size = {run["questions"]: run["val_acc"] for run in runs}
+        rows.append([reader, *(_best(by_size.get(size, [])) for size in sizes)])
+    rows += _baseline_rows(curves.baselines, len(head), "{:.3f}")
+    title = f"best validation accuracy against training-set size (at most {curves.epochs} epochs)"
+    return Table(title, head, rows)
+
+
+def _best(accuracy: Sequence[float]) -> str:
+    if not accuracy:
+        return ""
+    best = max(range(len(accuracy)), key=accuracy.__getitem__)
+    return f"{accuracy[best]:.3f} (epoch {best + 1})"

@@ -30,6 +30,7 @@ from attentive_reader.viz.curve_data import (
     validation_baselines,
 )
 from attentive_reader.viz.curve_tables import (
+    SIZES_PANEL,
     Table,
     learning_tables,
     reading_table,
@@ -52,14 +53,17 @@ def learning_curves_figure(
     baselines: Mapping[str, float],
     *,
     title: str = "",
+    sizes: Mapping[str, Sequence[tuple[int, float]]] | None = None,
 ) -> Figure:
-    """A figure with one panel per table of runs.
+    """A figure with one panel per table of runs, and one of accuracy against training-set
+    size when ``sizes`` has points.
 
     Args:
         panels: panel title -> run name -> validation accuracy after each epoch (in [0, 1]);
             panels without runs are left out.
         baselines: baseline name -> its accuracy on the same split, drawn in every panel.
         title: the figure's title (e.g. the corpus).
+        sizes: reader -> (training questions, best validation accuracy) at each size.
 
     Raises:
         ValueError: if no run has a single epoch to draw.
@@ -69,10 +73,14 @@ def learning_curves_figure(
     from matplotlib.ticker import MaxNLocator
 
     shown = {name: runs for name, runs in panels.items() if any(runs.values())}
-    if not shown:
+    sizes = {reader: points for reader, points in (sizes or {}).items() if points}
+    if not shown and not sizes:
         raise ValueError("no learning curve to draw: every run is empty")
-    figure = Figure(figsize=(PANEL_WIDTH * len(shown), PANEL_HEIGHT), layout="constrained")
-    axes = figure.subplots(1, len(shown), squeeze=False)[0]
+    count = len(shown) + bool(sizes)
+    figure = Figure(figsize=(PANEL_WIDTH * count, PANEL_HEIGHT), layout="constrained")
+    axes = figure.subplots(1, count, squeeze=False)[0]
+    if sizes:
+        _size_panel(axes[-1], sizes, baselines)
     for ax, (panel, runs) in zip(axes, shown.items()):
         # matplotlib's default cycle repeats after 10 colours; past that, tab20's 20.
         colours = colormaps["tab20" if len(runs) > 10 else "tab10"].colors
@@ -85,6 +93,23 @@ def learning_curves_figure(
     if title:
         figure.suptitle(title)
     return figure
+
+
+def _size_panel(
+    ax, sizes: Mapping[str, Sequence[tuple[int, float]]], baselines: Mapping[str, float]
+) -> None:
+    """Best validation accuracy against training questions (log 2 axis), a line per reader."""
+    for reader, points in sizes.items():
+        points = sorted(points)
+        ax.plot(
+            [q for q, _ in points], [a for _, a in points], marker="o", markersize=4, label=reader
+        )
+    _finish_panel(ax, baselines, "training questions (log scale)", "best validation accuracy")
+    ax.set_xscale("log", base=2)
+    ticks = sorted({q for points in sizes.values() for q, _ in points})
+    ax.set_xticks(ticks, [f"{q:,}" for q in ticks])
+    ax.minorticks_off()
+    ax.set_title("Training-set size")
 
 
 def _finish_panel(ax, baselines: Mapping[str, float], xlabel: str, ylabel: str) -> None:
@@ -273,7 +298,8 @@ def size_curves(points: Sequence[Sequence[str]], *, title: str = "") -> CurveSet
 
 def learning_curves(path: str | Path, *, title: str = "") -> CurveSet:
     """The learning curves of an ``attentive-reader learning --output`` file: one panel per
-    table (the shipped configs, the answer layers).
+    table (the shipped configs, the answer layers) and one of accuracy against training-set
+    size (``learning --sizes``).
 
     Raises:
         UserError: if the file cannot be read or is not such a file.
@@ -283,9 +309,21 @@ def learning_curves(path: str | Path, *, title: str = "") -> CurveSet:
         name: {run: figures["val_acc"] for run, figures in runs.items()}
         for name, runs in curves.panels.items()
     }
+    sizes = {
+        reader: [(run["questions"], max(run["val_acc"])) for run in runs if run["val_acc"]]
+        for reader, runs in curves.sizes.items()
+    }
+    if curves.sizes:  # and each size's run per epoch, beside
+        panels[SIZES_PANEL] = {
+            f"{reader}, {run['questions']:,} questions": run["val_acc"]
+            for reader, runs in curves.sizes.items()
+            for run in runs
+        }
     return CurveSet(
         learning_tables(curves),
-        lambda: learning_curves_figure(panels, curves.baselines, title=title or curves.corpus),
+        lambda: learning_curves_figure(
+            panels, curves.baselines, title=title or curves.corpus, sizes=sizes
+        ),
         [],
     )
 
