@@ -362,3 +362,28 @@ def test_learning_over_training_set_sizes(tmp_path, monkeypatch, capsys):
         assert main([*argv, "--sizes", sizes]) == 2
         (line,) = capsys.readouterr().err.splitlines()
         assert line == f"attentive-reader learning: error: {message}"
+
+
+def test_learning_generates_enough_stories_for_the_largest_size(tmp_path, monkeypatch, capsys):
+    """Without --stories, a corpus too small for the largest --sizes is generated again, larger
+    by the questions per story the first one had; the record names the stories generated."""
+    from attentive_reader.commands import learning
+
+    made = []
+
+    def generate(out, stories, seed, shape):
+        out.mkdir(parents=True, exist_ok=True)
+        made.append(stories)
+        return out / f"data{stories}"
+
+    monkeypatch.setattr(learning, "generate", generate)
+    monkeypatch.setattr(learning, "train_questions", lambda data: ["s"] * int(str(data)[-4:]))
+    monkeypatch.setattr(learning, "validation_baselines", lambda data: BASELINES)
+    monkeypatch.setattr(learning, "size_share", lambda ids, size: (0.5, size))
+    monkeypatch.setattr(learning, "train", lambda *args: {"val_acc": [0.5], "seconds": 1.0})
+    saved = tmp_path / "sizes.json"
+    argv = ["learning", "--readers", "attentive_reader", "--epochs", "1", "--sizes", "3000"]
+    assert main([*argv, "--work-dir", str(tmp_path), "--output", str(saved)]) == 0
+    assert made == [1500, 3150]  # 1,500 stories held 1,500 questions: 3,000 needs 3,150 (5% more)
+    assert json.loads(saved.read_text())["generated"]["stories"] == 3150
+    assert "3,000 questions" in capsys.readouterr().out
