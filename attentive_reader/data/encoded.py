@@ -290,6 +290,18 @@ _LISTS = (
 )
 
 
+def _selected(rows: datasets.Dataset) -> datasets.Dataset:
+    """The selected rows on their own (``flatten_indices``), without datasets' progress bar in
+    the training log (it is a moment's work)."""
+    shown = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        return rows.flatten_indices(keep_in_memory=True)
+    finally:
+        if shown:
+            datasets.enable_progress_bars()
+
+
 def _build(
     rows: datasets.Dataset,
     vocab: Vocabulary,
@@ -304,7 +316,7 @@ def _build(
     if rows.data.num_rows != count:
         # A selection of the stored rows (--data.train_fraction): the table below would be
         # every stored row, and workers would load them all again; encode the selection here.
-        rows, dataset_dir = rows.flatten_indices(keep_in_memory=True), None
+        rows, dataset_dir = _selected(rows), None
     table = rows.with_format("arrow").data.table  # memory-mapped
     ids = table.column("id")
     width = max(1, int(pc.max(pc.binary_length(ids)).as_py() or 1)) if count else 1

@@ -69,9 +69,10 @@ def test_the_data_module_trains_on_the_share_and_evaluates_on_everything(tmp_pat
 
 
 @pytest.mark.parametrize("num_proc", [1, 2])
-def test_the_share_is_what_the_training_batches_hold(tmp_path, monkeypatch, num_proc):
+def test_the_share_is_what_the_training_batches_hold(tmp_path, monkeypatch, capfd, num_proc):
     """The share goes through the encoded cache: every kept question once, no other (with
-    num_proc 2 and small blocks, where a whole split would be encoded by worker processes)."""
+    num_proc 2 and small blocks, where a whole split would be encoded by worker processes),
+    and no progress bar of datasets' in the log while it is selected."""
     monkeypatch.setattr(encoded, "_BLOCK_ROWS", 8)
     examples = [_example(3 * s + q, s) for s in range(40) for q in range(3)]
     path = write_dataset(
@@ -85,3 +86,4 @@ def test_the_share_is_what_the_training_batches_hold(tmp_path, monkeypatch, num_
     seen = [example_id for batch in half.train_dataloader() for example_id in batch.ids]
     assert sorted(seen) == sorted(half.examples("train")["id"])
     assert len(seen) < len(examples)
+    assert "Flattening" not in capfd.readouterr().err
