@@ -85,6 +85,7 @@ TABLE = [
     Mistake("evaluate-truncated-checkpoint", ("evaluate", "--data", "{data}", "--ckpt", "{truncated}"), "not a readable checkpoint"),
     Mistake("evaluate-missing-dataset", ("evaluate", "--data", "{tmp}/nope", "--ckpt", "{ckpt}"), "not a processed dataset"),
     Mistake("learning-unknown-reader", ("learning", "--readers", "attentive_redaer"), "--readers: no shipped config is called 'attentive_redaer'"),
+    Mistake("learning-size-zero", ("learning", "--readers", "attentive_reader", "--sizes", "0"), "--sizes 0: a training-set size is a number of questions, 1 or more"),
     Mistake("anonymization-not-a-dataset", ("anonymization", "{tmp}"), "is not a preprocessed dataset"),
     Mistake("evaluate-ensemble-of-two-vocabularies", ("evaluate", "--data", "{data}", "--ensemble", "{ckpt}", "{other_vocab}"), "cannot answer as one ensemble: their vocabularies differ"),
     Mistake("curves-run-without-metrics", ("curves", "{tmp}/stories_typo"), "stories_typo: no version_N/metrics.csv in it"),
