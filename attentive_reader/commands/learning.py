@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from attentive_reader.common.errors import UserError
@@ -65,9 +66,7 @@ def size_share(story_ids: list[str], size: int) -> tuple[float, int]:
     order ``fit`` keeps them, with at least ``size`` questions (all of them if fewer)."""
     from attentive_reader.data.stories import story_position
 
-    per_story: dict[str, int] = {}
-    for story in story_ids:
-        per_story[story] = per_story.get(story, 0) + 1
+    per_story = Counter(story_ids)
     held = 0
     for story in sorted(per_story, key=story_position):
         held += per_story[story]
@@ -196,6 +195,8 @@ def run(args: argparse.Namespace) -> dict:
         base = validation_baselines(data)
         story_ids = train_questions(data) if args.sizes else []
         _check_sizes(args, data, len(story_ids))
+        # (size, share of the stories, questions it holds), the same for every reader
+        shares = [(size, *size_share(story_ids, size)) for size in sorted(set(args.sizes or ()))]
         extra = ["--data.num_entities", str(args.num_entities)] if args.num_entities else []
         extra += args.set
         readers: dict[str, dict] = {}
@@ -205,8 +206,7 @@ def run(args: argparse.Namespace) -> dict:
             suffix = f" (seed {seed})" if len(args.train_seeds) > 1 else ""
             for name in args.readers if args.sizes and not args.no_readers else []:
                 config = _config(name)
-                for size in sorted(set(args.sizes)):
-                    share, held = size_share(story_ids, size)
+                for size, share, held in shares:
                     folder = work / f"{config.stem}-{seed}-size{size}"
                     options = [*extra, "--data.train_fraction", repr(share)]
                     run = train(config, data, folder, args.epochs, seed, options)

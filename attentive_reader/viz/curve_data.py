@@ -451,6 +451,14 @@ class LearningCurves:
     corpus: str
     sizes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
+    def size_runs(self) -> dict[str, dict[str, Any]]:
+        """Every ``learning --sizes`` run by name, ``READER, N questions``, reader by reader."""
+        return {
+            f"{reader}, {run['questions']:,} questions": run
+            for reader, runs in self.sizes.items()
+            for run in runs
+        }
+
 
 LEARNING_FILE = "the JSON file of `attentive-reader learning --output`"
 

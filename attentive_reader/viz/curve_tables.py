@@ -107,11 +107,9 @@ def runs_table(runs: Sequence[RunCurve], baselines: Mapping[str, float]) -> Tabl
     rows = []
     for run in runs:
         accuracy = run.val_acc
-        best = max(range(len(accuracy)), key=accuracy.__getitem__)
         cells = [f"{a:.3f}" for a in accuracy] + [""] * (epochs - len(accuracy))
-        per_epoch, to_best = _timing(run, best)
-        best_cell = f"{accuracy[best]:.3f} (epoch {best + 1})"
-        rows.append([run.name, *cells, best_cell, _minutes(per_epoch), _minutes(to_best)])
+        per_epoch, to_best = _timing(run, _best_epoch(accuracy))
+        rows.append([run.name, *cells, _best(accuracy), _minutes(per_epoch), _minutes(to_best)])
     rows += _baseline_rows(baselines, len(head), "{:.3f}")
     return Table("validation accuracy per epoch", head, rows)
 
@@ -187,13 +185,7 @@ def learning_tables(curves: LearningCurves) -> list[Table]:
     """One table per panel with runs: validation accuracy per epoch, the run's time and the
     tokens a glimpse reader read; then the baselines. With runs over training-set sizes, their
     per-epoch table too and, first, each reader's best validation accuracy at each size."""
-    panels = dict(curves.panels)
-    if curves.sizes:
-        panels[SIZES_PANEL] = {
-            f"{reader}, {run['questions']:,} questions": run
-            for reader, runs in curves.sizes.items()
-            for run in runs
-        }
+    panels = curves.panels | ({SIZES_PANEL: curves.size_runs()} if curves.sizes else {})
     tables = [size_learning_table(curves)] if curves.sizes else []
     head = ["run", *(f"epoch {k + 1}" for k in range(curves.epochs)), "time", "tokens read"]
     for title, runs in panels.items():
@@ -228,8 +220,14 @@ def size_learning_table(curves: LearningCurves) -> Table:
     return Table(title, head, rows)
 
 
+def _best_epoch(accuracy: Sequence[float]) -> int:
+    """The index of the best epoch (the first of equals)."""
+    return max(range(len(accuracy)), key=accuracy.__getitem__)
+
+
 def _best(accuracy: Sequence[float]) -> str:
+    """``0.634 (epoch 5)``: the best accuracy and its epoch, from 1 (empty: no epoch)."""
     if not accuracy:
         return ""
-    best = max(range(len(accuracy)), key=accuracy.__getitem__)
+    best = _best_epoch(accuracy)
     return f"{accuracy[best]:.3f} (epoch {best + 1})"

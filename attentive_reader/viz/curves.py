@@ -314,11 +314,7 @@ def learning_curves(path: str | Path, *, title: str = "") -> CurveSet:
         for reader, runs in curves.sizes.items()
     }
     if curves.sizes:  # and each size's run per epoch, beside
-        panels[SIZES_PANEL] = {
-            f"{reader}, {run['questions']:,} questions": run["val_acc"]
-            for reader, runs in curves.sizes.items()
-            for run in runs
-        }
+        panels[SIZES_PANEL] = {name: run["val_acc"] for name, run in curves.size_runs().items()}
     return CurveSet(
         learning_tables(curves),
         lambda: learning_curves_figure(
