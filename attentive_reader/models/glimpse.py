@@ -52,11 +52,10 @@ from attentive_reader.nn.glimpse import (
     linear_sample,
     match_weights,
     position_weights,
+    query_anchors,
     retina_read,
     sampled_mask,
     support_mask,
-    top_anchors,
-    window_sums,
 )
 
 GlimpseReadoutName = Literal["attend", "flatten"]
@@ -65,8 +64,8 @@ SUPPORT_THRESHOLD = 1e-3  # a Gaussian filter weight above this counts as readin
 # sigmoid(3) = 0.95 of (L-1)/(N-1), width exp(-0.7) = 0.5 of L/N, intensity 1.
 INITIAL_RAW = (0.0, 3.0, -0.7, 0.0)
 # With anchors: centre on the anchor, the N points spanning anchor_span tokens, the width
-# 2 sigmoid(-1.1) = 0.5 of the span per filter, as above, and intensity 1.
-INITIAL_ANCHORED_RAW = (0.0, 0.0, -1.1, 0.0)
+# 1/2 + 3/2 sigmoid(-1.6) = 0.75 of the span per filter (one token for W = N), and intensity 1.
+INITIAL_ANCHORED_RAW = (0.0, 0.0, -1.6, 0.0)
 # The coarse locator's initial weight on a chunk's query-match fraction: a chunk of which half
 # the tokens occur in the query starts e^2 ~ 7 times likelier than one without.
 INITIAL_MATCH_WEIGHT = 4.0
@@ -87,7 +86,7 @@ class _GlimpseReader(PairReader):
     then ``r = r_1`` (K = 1) or ``r = c_K`` (K > 1), the read-out and the ``answer_layer``.
     With ``anchors = A`` the glimpse is ``A`` windows of ``N`` points, one per anchor ``a``
     (the ``A`` places where the query's words occur densest, ``nn/glimpse.py``
-    ``top_anchors``), each centred at ``a + W/2 tanh(g~)`` with ``W = anchor_span``, and
+    ``query_anchors``), each centred at ``a + W/2 tanh(g~)`` with ``W = anchor_span``, and
     ``G_k`` holds their ``A N`` states;
     ``pointer`` answers from the last glimpse's weight on each token,
     ``w(t) = sum_i a_i W[i, t]`` for the glimpse's weights ``W`` (b, N, n). A subclass passes
@@ -188,15 +187,14 @@ class _GlimpseReader(PairReader):
         return None
 
     def anchor_positions(self, batch: ClozeBatch) -> Tensor | None:
-        """The ``A`` anchors (b, A) long: the centres of the ``W + 1``-token windows holding
-        the most query-match weight (``match_weights``), more than ``W/2`` apart; ``None``
-        without ``anchors``."""
+        """The ``A`` anchors (b, A) long: the middles of the ``W + 1``-token windows holding
+        the most query-match weight (``match_weights``, ``query_anchors``); ``None`` without
+        ``anchors``."""
         if not self.anchors:
             return None
         mask = batch.context_mask
         weights = match_weights(batch.context, mask, batch.query, batch.query_mask)  # (b, n)
-        radius = self.anchor_span // 2
-        return top_anchors(window_sums(weights, radius), mask, self.anchors, radius)  # (b, A)
+        return query_anchors(weights, mask, self.anchors, self.anchor_span // 2)  # (b, A)
 
     def place(
         self, raw: Tensor, lengths: Tensor, anchors: Tensor | None

@@ -232,22 +232,25 @@ def test_a_fresh_gaussian_reader_scans_the_whole_document():
 
 def test_anchored_windows_start_where_the_query_words_are():
     """Example 0's query words sit at positions 9 and 10 of 14 tokens, example 1's at 3 of 8.
-    With windows of W = 4 (radius 2) the match weight summed over t-2..t+2 is 2 at t = 8..11
-    (example 0; ties go to the earliest), so the first anchor is 8 and the second, more than 2
-    away, 11; example 1's are 1 (1 at t = 1..5) and then 4. A fresh locator puts each window
-    on its anchor, its 3 points 2 tokens apart."""
+    With windows of W = 4 (radius 2) the first box holding both is centred at 8 (6..10), and
+    the anchor is their middle, 9.5 rounded up: 10; no weight is left, so the second anchor
+    is the earliest position more than 2 from that box and anchor: 0. Example 1's first box
+    is centred at 1 (0..3), its anchor 3; then 6. A fresh locator puts each window on its
+    anchor, its 3 points 2 tokens apart."""
     batch = _coarse_batch()
     for name in ("gaussian-anchored-pointer", "transformer-anchored-retina"):
         reader = build(name).eval()
         with torch.no_grad():
             extras = reader(batch).extras
-        assert extras.anchors.tolist() == [[8, 11], [1, 4]]
-        assert extras.centre[:, 0].tolist() == [[8.0, 11.0], [1.0, 4.0]]
-        assert extras.points[0, 0].tolist() == [6.0, 8.0, 10.0, 9.0, 11.0, 13.0]
+        assert extras.anchors.tolist() == [[10, 0], [3, 6]]
+        assert extras.centre[:, 0].tolist() == [[10.0, 0.0], [3.0, 6.0]]
+        # The second window's first point, -2, lies before the document (the transformer
+        # reports its points clamped to it).
+        assert extras.points[0, 0].clamp_min(0).tolist() == [8.0, 10.0, 12.0, 0.0, 0.0, 2.0]
         assert extras.stride[:, 0].tolist() == [2.0, 2.0]
-    # The transformer reads each point's two neighbours: 6..13 (13 is the last token) of
-    # example 0, and 0..7 (-1 clamps to 0) of example 1; padding never.
-    assert extras.tokens_read.tolist() == [8, 8]
+    # The transformer reads each point's two neighbours: 8..13 and 0..3 (-2 clamps to 0) of
+    # example 0, and 1..7 (8 clamps to 7, the last token) of example 1; padding never.
+    assert extras.tokens_read.tolist() == [10, 7]
     assert (extras.glimpse_attention[1, 0, 8:] == 0).all()
 
 
@@ -259,7 +262,7 @@ def test_anchored_windows_move_with_the_locator():
     with torch.no_grad():
         reader.locator.bias[0] = 50.0
         extras = reader.eval()(batch).extras
-    assert extras.centre[:, 0].tolist() == [[10.0, 13.0], [3.0, 6.0]]
+    assert extras.centre[:, 0].tolist() == [[12.0, 2.0], [5.0, 8.0]]
 
 
 def test_the_uniform_share_mixes_an_even_spread_into_the_pointers_weights():

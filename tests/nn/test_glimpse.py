@@ -19,10 +19,10 @@ from attentive_reader.nn.glimpse import (
     linear_sample,
     match_weights,
     position_weights,
+    query_anchors,
     retina_read,
     sampled_mask,
     support_mask,
-    top_anchors,
     window_sums,
     window_weights,
 )
@@ -287,35 +287,44 @@ def test_window_sums_by_hand():
         window_sums(values, -1)
 
 
-def test_anchors_are_the_peaks_apart_and_never_padding():
-    scores = torch.tensor(
-        [[0.0, 3.0, 2.5, 0.0, 1.0, 0.0, 9.0], [1.0, 0.0, 5.0, 0.0, 0.0, 0.0, 0.0]]
-    )
-    mask = _mask([7, 3], 7)
-    # Example 0: 6 first; within radius 1 of it (5, 6) is taken, so 1 next; then 2 is too
-    # near 1, and 4 (score 1) is the best left. Example 1: 2, then 0 (outside 1..3); the
-    # high padding score at 6 is never chosen.
-    scores[1, 6] = 99.0
-    anchors = top_anchors(scores, mask, count=3, radius=1)
-    assert anchors.tolist() == [[6, 1, 4], [2, 0, 0]]  # example 1 runs out: 0 repeats
-    # An empty document anchors at 0.
-    assert top_anchors(scores[:1], _mask([0], 7), 2, 1).tolist() == [[0, 0]]
+def test_anchors_sit_in_the_middle_of_the_query_words_apart_and_never_on_padding():
+    weights = torch.zeros(3, 14)
+    weights[0, 2:4] = 1.0  # a cluster at 2, 3
+    weights[0, 9] = weights[0, 11] = 0.5  # another at 9, 11
+    weights[1, 4] = 1.0
+    weights[1, 8] = 5.0  # on padding: never counts
+    mask = _mask([14, 6, 0], 14)
+    anchors = query_anchors(weights, mask, count=2, radius=2)
+    # Example 0: the box sums (radius 2) are 2 for centres 1..4; the first box, 0..3, holds
+    # 2 and 3, and the anchor is their middle, 2.5 rounded up: 3 (the box's centre, 1, sits
+    # before the cluster). Positions 0..5 are then taken; the best box left is centred at 9
+    # (7..11: weight 1), anchored at (9 + 11) / 2 = 10.
+    # Example 1: the box at 2 (0..4) holds 4; then every real position is taken: 0.
+    # Example 2 has no real token: 0, 0.
+    assert anchors.tolist() == [[3, 10], [4, 0], [0, 0]]
+    # Without weight the anchors are the earliest free positions, more than 2 apart.
+    assert query_anchors(torch.zeros(1, 14), _mask([14], 14), 3, 2).tolist() == [[0, 3, 6]]
 
 
 def test_an_anchored_window_starts_on_its_anchor_and_spans_w():
-    # raw = 0: centre = anchor, stride = W / (N - 1), width = 2 W / N sigmoid(0) = W / N.
+    # raw = 0: centre = anchor, stride = W / (N - 1), width = W / N (1/2 + 3/2 sigmoid(0)).
     raw = torch.zeros(2, 3)
     params = anchored_parameters(raw, torch.tensor([[10, 40], [3, 0]]), num_filters=5, span=8)
     assert params.centre.tolist() == [[10.0, 40.0], [3.0, 0.0]]
     assert params.stride.tolist() == [2.0, 2.0]
-    torch.testing.assert_close(params.width, torch.tensor([1.6, 1.6]))
+    torch.testing.assert_close(params.width, torch.tensor([2.0, 2.0]))
     grid = anchored_grid(params, 5)  # (b, A N): anchor 0's points, then anchor 1's
     assert grid[0].tolist() == [6.0, 8.0, 10.0, 12.0, 14.0, 36.0, 38.0, 40.0, 42.0, 44.0]
-    # The centre moves at most W/2 = 4 from its anchor; the stride and the width at most
-    # double.
+    # The centre moves at most W/2 = 4 from its anchor; the grid spans at most 3W/2 (stride
+    # 3), the width at most two strides of the start (3.2).
     far = anchored_parameters(torch.tensor([[50.0, 50.0, 50.0]]), torch.tensor([[10]]), 5, 8)
-    assert far.centre.tolist() == [[14.0]] and far.stride.tolist() == [4.0]
+    assert far.centre.tolist() == [[14.0]] and far.stride.tolist() == [3.0]
     torch.testing.assert_close(far.width, torch.tensor([3.2]))
+    # ... and at least W/2 (stride 1) with filters half a stride wide (0.8): the window cannot
+    # shrink to a few point reads.
+    near = anchored_parameters(torch.tensor([[-50.0, -50.0, -50.0]]), torch.tensor([[10]]), 5, 8)
+    assert near.centre.tolist() == [[6.0]] and near.stride.tolist() == [1.0]
+    torch.testing.assert_close(near.width, torch.tensor([0.8]))
     with pytest.raises(ValueError, match="raw must be"):
         anchored_parameters(torch.zeros(1, 5), torch.tensor([[1]]), 5, 8)
 
