@@ -505,9 +505,8 @@ def anchored_parameters(
     Every size is bounded above, so the window cannot widen into a blurred view of the whole
     document (an unbounded width did, in training: with the answer outside the windows, the
     widest filters were the cheapest way to reach it), and below, so that it cannot shrink to
-    a few point reads that no gradient moves (without the floors the real-news run's windows
-    shrank in its second epoch from 29 tokens to 2 and their filters to 0.004 tokens wide;
-    validation fell from 45.8% to 33.2%).
+    a few point reads that no gradient moves (without the floors it did, on real news:
+    ``docs/glimpse-readers.md``, "Long documents").
 
     Args:
         raw: (b, c) unconstrained values, ``c`` in 2..4 as in :func:`glimpse_parameters`.
