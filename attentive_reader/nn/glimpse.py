@@ -455,8 +455,8 @@ def query_anchors(weights: Tensor, mask: Tensor, count: int, radius: int) -> Ten
     Once every real position is taken, the remaining anchors repeat position 0.
 
     The box's centre alone would be a poor anchor: the sums are flat wherever one box holds
-    the whole cluster, and the earliest of those centres sits up to ``radius`` tokens before it
-    (a locator trained on real news learned to push every window the full W/2 to the right).
+    the whole cluster, and the earliest of those centres sits up to ``radius`` tokens before
+    it; claiming the weight keeps a later box from anchoring on the same cluster's edge.
 
     Args:
         weights: (b, n) non-negative match weights (``match_weights``), 0 on padding.
