@@ -292,14 +292,15 @@ def test_anchors_sit_in_the_middle_of_the_query_words_apart_and_never_on_padding
     weights[0, 2:4] = 1.0  # a cluster at 2, 3
     weights[0, 9] = weights[0, 11] = 0.5  # another at 9, 11
     weights[1, 4] = 1.0
-    weights[1, 8] = 5.0  # on padding: never counts
+    weights[1, 7] = 5.0  # on padding, inside the box of real position 5: never counts
     mask = _mask([14, 6, 0], 14)
     anchors = query_anchors(weights, mask, count=2, radius=2)
     # Example 0: the box sums (radius 2) are 2 for centres 1..4; the first box, 0..3, holds
     # 2 and 3, and the anchor is their middle, 2.5 rounded up: 3 (the box's centre, 1, sits
     # before the cluster). Positions 0..5 are then taken; the best box left is centred at 9
     # (7..11: weight 1), anchored at (9 + 11) / 2 = 10.
-    # Example 1: the box at 2 (0..4) holds 4; then every real position is taken: 0.
+    # Example 1: the box at 2 (0..4) holds 4; then every real position is taken: 0. (Were
+    # the padding counted, the box at 5 (3..7) would sum 6 and anchor at 6.5 -> 7, padding.)
     # Example 2 has no real token: 0, 0.
     assert anchors.tolist() == [[3, 10], [4, 0], [0, 0]]
     # Without weight the anchors are the earliest free positions, more than 2 apart.
