@@ -16,7 +16,9 @@ settles at one level. Data preparation does not (large buffers of growing sizes,
 pile up). Where the blocks' sizes never repeat closely enough (a recurrent encoder over batches
 of every length from 200 to 2,000 tokens), glibc's heap can grow without end instead;
 :class:`MemoryBound` watches the process's resident memory and gives the memory back, for the
-rest of the run, once it has grown past ``growth`` times its level after the first steps. An
+rest of the run, once it has grown past ``growth`` times its level after the first steps, or
+once the machine's available memory falls under ``min_available`` of its total (a large batch
+starts so high that twice its level would not fit beside other runs). An
 allocator the user chose (``LD_PRELOAD`` of jemalloc, TCMalloc or mimalloc, or glibc's
 ``MALLOC_*`` variables and malloc tunables) is left as it is. Nothing happens on other systems.
 """
@@ -183,6 +185,23 @@ def resident_bytes() -> int | None:
         return None
 
 
+def available_bytes() -> tuple[int, int] | None:
+    """The machine's available and total memory in bytes, from ``/proc/meminfo``'s
+    ``MemAvailable`` and ``MemTotal`` (``None`` without them)."""
+    fields: dict[str, int] = {}
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                name, _, value = line.partition(":")
+                if name in ("MemAvailable", "MemTotal"):
+                    fields[name] = int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    if len(fields) < 2:
+        return None
+    return fields["MemAvailable"], fields["MemTotal"]
+
+
 class MemoryBound:
     """Freed memory kept from :meth:`start` to :meth:`stop`, unless it keeps growing: what
     ``CpuSpeedups(allocator=True)`` runs through the training loop.
@@ -193,7 +212,11 @@ class MemoryBound:
         warmup_steps: training batches before the level is taken (the first steps allocate
             the blocks every later step reuses).
         check_every: batches between two readings of the resident memory.
+        min_available: the share of the machine's memory that must stay available; under it,
+            the kept memory is given back as well, however little it grew.
         resident: reads the resident memory in bytes (``None``: unknown, nothing checked).
+        available: reads the machine's (available, total) memory in bytes (``None``: unknown,
+            only the growth is checked).
     """
 
     def __init__(
@@ -201,13 +224,18 @@ class MemoryBound:
         growth: float = 2.0,
         warmup_steps: int = 20,
         check_every: int = 10,
+        min_available: float = 0.1,
         resident: Callable[[], int | None] = resident_bytes,
+        available: Callable[[], tuple[int, int] | None] = available_bytes,
     ) -> None:
         check_positive(warmup_steps=warmup_steps, check_every=check_every)
         if not growth > 1:
             raise ValueError(f"growth must be above 1, got {growth}")
+        if not 0 <= min_available < 1:
+            raise ValueError(f"min_available must be a share from 0 to 1, got {min_available}")
         self.growth, self.warmup_steps, self.check_every = growth, warmup_steps, check_every
-        self.resident = resident
+        self.min_available = min_available
+        self.resident, self.available = resident, available
         self.setting: AllocatorSetting | None = None
         # (level after the warm-up, resident memory) when the kept memory was given back.
         self.released: tuple[int, int] | None = None
@@ -220,7 +248,8 @@ class MemoryBound:
         self.setting = keep_freed_memory()
 
     def after_batch(self) -> None:
-        """Count a training batch; give the memory back when it grew past the bound."""
+        """Count a training batch; give the memory back when it grew past the bound or the
+        machine runs short of memory."""
         if not kept():
             return
         self._batches += 1
@@ -234,18 +263,26 @@ class MemoryBound:
             return
         if self._level is None:
             self._level = now
-        elif now > self.growth * self._level:
-            release_freed_memory()
-            self.released = (self._level, now)
-            log.warning(
-                "the memory kept for training grew from %d MiB after %d steps to %d MiB "
-                "after %d: it goes back to the system for the rest of this run "
-                "(CpuSpeedups(allocator=false) starts a run that way)",
-                self._level >> 20,
-                self.warmup_steps,
-                now >> 20,
-                self._batches,
+        if now > self.growth * self._level:
+            why = (
+                f"the memory kept for training grew from {self._level >> 20} MiB after "
+                f"{self.warmup_steps} steps to {now >> 20} MiB after {self._batches}"
             )
+        else:
+            machine = self.available()
+            if machine is None or machine[0] >= self.min_available * machine[1]:
+                return
+            why = (
+                f"the machine has {machine[0] >> 20} MiB of its {machine[1] >> 20} MiB "
+                f"available after {self._batches} steps, this run holding {now >> 20} MiB"
+            )
+        release_freed_memory()
+        self.released = (self._level, now)
+        log.warning(
+            "%s: the memory kept for training goes back to the system for the rest of this "
+            "run (CpuSpeedups(allocator=false) starts a run that way)",
+            why,
+        )
 
     def stop(self) -> None:
         """Put malloc back (the end of the training loop, or its fault)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -149,7 +150,9 @@ def test_memory_that_keeps_growing_goes_back_to_the_system(caplog) -> None:
     # The level after 4 batches is 1,000 MiB; read again after 6 and 8 batches: 1,900 MiB
     # stays kept (under twice the level), 2,100 MiB does not.
     readings = Readings(1000, 1900, 2100)
-    bound = allocator.MemoryBound(warmup_steps=4, check_every=2, resident=readings)
+    bound = allocator.MemoryBound(
+        warmup_steps=4, check_every=2, resident=readings, available=lambda: None
+    )
     bound.setting = allocator.keep_freed_memory({})
     with caplog.at_level("WARNING", logger="attentive_reader.cpu_speedups.allocator"):
         kept = _batches(bound, 12)
@@ -163,10 +166,53 @@ def test_memory_that_keeps_growing_goes_back_to_the_system(caplog) -> None:
 @pytest.mark.skipif(not GLIBC, reason="glibc only")
 def test_memory_that_settles_stays_kept() -> None:
     readings = Readings(1000, 1500, 1999, 2000, 1800)
-    bound = allocator.MemoryBound(warmup_steps=1, check_every=1, resident=readings)
+    bound = allocator.MemoryBound(
+        warmup_steps=1, check_every=1, resident=readings, available=lambda: None
+    )
     bound.setting = allocator.keep_freed_memory({})
     assert _batches(bound, 8) == [True] * 8
     assert bound.released is None
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc only")
+def test_memory_goes_back_when_the_machine_runs_short(caplog) -> None:
+    # A large batch: the run stays under twice its level (8,000 MiB), but the machine's
+    # available memory falls from 12 GiB to 3 GiB, then 2 GiB of 24 GiB: under a tenth
+    # (2,457.6 MiB) at the third reading.
+    readings = Readings(8000, 9000, 9500)
+    machine = iter([(12 << 30, 24 << 30), (3 << 30, 24 << 30), (2 << 30, 24 << 30)])
+    bound = allocator.MemoryBound(
+        warmup_steps=2, check_every=1, resident=readings, available=lambda: next(machine)
+    )
+    bound.setting = allocator.keep_freed_memory({})
+    with caplog.at_level("WARNING", logger="attentive_reader.cpu_speedups.allocator"):
+        kept = _batches(bound, 6)
+    assert kept == [True] * 3 + [False] * 3
+    assert bound.released == (8000 << 20, 9500 << 20)
+    assert "has 2048 MiB of its 24576 MiB available after 4 steps" in caplog.text
+    assert "this run holding 9500 MiB" in caplog.text
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc only")
+def test_a_machine_with_memory_to_spare_keeps_it() -> None:
+    # Exactly a tenth available is enough; no reading of the machine checks only the growth.
+    for machine in ((1 << 30, 10 << 30), None):
+        bound = allocator.MemoryBound(
+            warmup_steps=1, check_every=1, resident=Readings(1000), available=lambda m=machine: m
+        )
+        bound.setting = allocator.keep_freed_memory({})
+        assert _batches(bound, 4) == [True] * 4
+        assert bound.released is None
+        allocator.release_freed_memory()
+
+
+def test_the_machine_memory_is_read_from_proc() -> None:
+    machine = allocator.available_bytes()
+    if not os.path.exists("/proc/meminfo"):
+        assert machine is None
+        return
+    available, total = machine
+    assert 0 < available <= total < 1 << 50
 
 
 def test_without_a_reading_nothing_is_checked() -> None:
@@ -192,6 +238,7 @@ def test_the_resident_memory_is_read_from_proc() -> None:
         ({"growth": 1.0}, "growth must be above 1"),
         ({"warmup_steps": 0}, "warmup_steps must be a positive integer"),
         ({"check_every": -1}, "check_every must be a positive integer"),
+        ({"min_available": 1.0}, "min_available must be a share from 0 to 1"),
     ],
 )
 def test_the_bound_takes_sensible_settings(options, message) -> None:
