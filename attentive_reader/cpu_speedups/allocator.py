@@ -17,8 +17,9 @@ pile up). Where the blocks' sizes never repeat closely enough (a recurrent encod
 of every length from 200 to 2,000 tokens), glibc's heap can grow without end instead;
 :class:`MemoryBound` watches the process's resident memory and gives the memory back, for the
 rest of the run, once it has grown past ``growth`` times its level after the first steps, or
-once the machine's available memory falls under ``min_available`` of its total (a large batch
-starts so high that twice its level would not fit beside other runs). An
+once the machine's available memory, at the run's peak since the batch before, fell under
+``min_available`` of its total (a large batch starts so high that twice its level would not
+fit; its steps swing by gigabytes, so the memory between two steps says little). An
 allocator the user chose (``LD_PRELOAD`` of jemalloc, TCMalloc or mimalloc, or glibc's
 ``MALLOC_*`` variables and malloc tunables) is left as it is. Nothing happens on other systems.
 """
@@ -185,6 +186,23 @@ def resident_bytes() -> int | None:
         return None
 
 
+def peak_resident_bytes() -> int | None:
+    """This process's peak resident memory in bytes since the last call (``VmHWM``, reset by
+    writing 5 to ``/proc/self/clear_refs``; where the reset is refused, since the process
+    started); ``None`` without Linux's ``/proc``."""
+    try:
+        with open("/proc/self/status") as status:
+            peak = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    try:
+        with open("/proc/self/clear_refs", "w") as clear_refs:
+            clear_refs.write("5")
+    except OSError:
+        pass
+    return peak
+
+
 def available_bytes() -> tuple[int, int] | None:
     """The machine's available and total memory in bytes, from ``/proc/meminfo``'s
     ``MemAvailable`` and ``MemTotal`` (``None`` without them)."""
@@ -211,12 +229,15 @@ class MemoryBound:
             before the kept memory is given back and malloc put back for the rest of the run.
         warmup_steps: training batches before the level is taken (the first steps allocate
             the blocks every later step reuses).
-        check_every: batches between two readings of the resident memory.
-        min_available: the share of the machine's memory that must stay available; under it,
-            the kept memory is given back as well, however little it grew.
+        check_every: batches between two readings of the resident memory for the growth.
+        min_available: the share of the machine's memory that must stay available at the
+            run's peak; read after every batch (from the first), and under it the kept memory
+            is given back as well, however little it grew.
         resident: reads the resident memory in bytes (``None``: unknown, nothing checked).
         available: reads the machine's (available, total) memory in bytes (``None``: unknown,
             only the growth is checked).
+        peak: reads the peak resident memory in bytes since its last reading (``None``:
+            unknown, the machine is judged by its memory now).
     """
 
     def __init__(
@@ -227,6 +248,7 @@ class MemoryBound:
         min_available: float = 0.1,
         resident: Callable[[], int | None] = resident_bytes,
         available: Callable[[], tuple[int, int] | None] = available_bytes,
+        peak: Callable[[], int | None] = peak_resident_bytes,
     ) -> None:
         check_positive(warmup_steps=warmup_steps, check_every=check_every)
         if not growth > 1:
@@ -235,9 +257,10 @@ class MemoryBound:
             raise ValueError(f"min_available must be a share from 0 to 1, got {min_available}")
         self.growth, self.warmup_steps, self.check_every = growth, warmup_steps, check_every
         self.min_available = min_available
-        self.resident, self.available = resident, available
+        self.resident, self.available, self.peak = resident, available, peak
         self.setting: AllocatorSetting | None = None
-        # (level after the warm-up, resident memory) when the kept memory was given back.
+        # (level after the warm-up, resident memory) when the kept memory was given back (the
+        # resident memory twice when the machine ran short before the warm-up ended).
         self.released: tuple[int, int] | None = None
         self._level: int | None = None
         self._batches = 0
@@ -246,42 +269,63 @@ class MemoryBound:
         """Keep freed memory from now on (the first training batch)."""
         self._level, self._batches = None, 0
         self.setting = keep_freed_memory()
+        self.peak()  # the peak from here on
 
     def after_batch(self) -> None:
         """Count a training batch; give the memory back when it grew past the bound or the
-        machine runs short of memory."""
+        machine ran short of memory at the run's peak."""
         if not kept():
             return
         self._batches += 1
-        if (
-            self._batches < self.warmup_steps
-            or (self._batches - self.warmup_steps) % self.check_every
-        ):
+        found = self._short_of_memory() or self._grown()
+        if found is None:
             return
-        now = self.resident()
-        if now is None:
-            return
-        if self._level is None:
-            self._level = now
-        if now > self.growth * self._level:
-            why = (
-                f"the memory kept for training grew from {self._level >> 20} MiB after "
-                f"{self.warmup_steps} steps to {now >> 20} MiB after {self._batches}"
-            )
-        else:
-            machine = self.available()
-            if machine is None or machine[0] >= self.min_available * machine[1]:
-                return
-            why = (
-                f"the machine has {machine[0] >> 20} MiB of its {machine[1] >> 20} MiB "
-                f"available after {self._batches} steps, this run holding {now >> 20} MiB"
-            )
+        why, now = found
         release_freed_memory()
-        self.released = (self._level, now)
+        self.released = (self._level or now, now)
         log.warning(
             "%s: the memory kept for training goes back to the system for the rest of this "
             "run (CpuSpeedups(allocator=false) starts a run that way)",
             why,
+        )
+
+    def _short_of_memory(self) -> tuple[str, int] | None:
+        """Why the machine ran short and the run's resident memory, or ``None``: short when its
+        available memory now, less what the run held at its peak since the last batch above
+        what it holds now, is under the share."""
+        machine = self.available()
+        now = self.resident() if machine is not None else None
+        if machine is None or now is None:
+            return None
+        top = max(now, self.peak() or now)
+        at_peak = machine[0] - (top - now)
+        if at_peak >= self.min_available * machine[1]:
+            return None
+        return (
+            f"the machine had about {max(at_peak, 0) >> 20} MiB of its {machine[1] >> 20} MiB "
+            f"available at this run's peak of {top >> 20} MiB, by step {self._batches}",
+            now,
+        )
+
+    def _grown(self) -> tuple[str, int] | None:
+        """Why the kept memory grew past the bound and the run's resident memory, or ``None``
+        (read every ``check_every`` batches after the warm-up; the level is the first)."""
+        if (
+            self._batches < self.warmup_steps
+            or (self._batches - self.warmup_steps) % self.check_every
+        ):
+            return None
+        now = self.resident()
+        if now is None:
+            return None
+        if self._level is None:
+            self._level = now
+        if now <= self.growth * self._level:
+            return None
+        return (
+            f"the memory kept for training grew from {self._level >> 20} MiB after "
+            f"{self.warmup_steps} steps to {now >> 20} MiB after {self._batches}",
+            now,
         )
 
     def stop(self) -> None:

@@ -77,8 +77,8 @@ class CpuSpeedups(Callback):
             left alone where the user chose an allocator (``LD_PRELOAD``, ``MALLOC_*``).
         allocator_growth: the kept memory goes back to the system for the rest of the run
             once the resident memory grows past this many times its level after the first
-            20 steps (and, whatever the growth, once the machine has under a tenth of its
-            memory available).
+            20 steps (and, whatever the growth, once the machine had under a tenth of its
+            memory available at the run's peak since the step before).
         denormals: subnormal floats flushed to zero on torch's threads through the training
             loop (``cpu_speedups.denormals``): a CPU computes with them through slow
             microcode.

@@ -100,6 +100,7 @@ def _trainer(callback: CpuSpeedups) -> pl.Trainer:
 @pytest.mark.skipif(not GLIBC, reason="glibc only")
 def test_the_callback_keeps_freed_memory_through_the_training_loop_only() -> None:
     callback, module = CpuSpeedups(denormals=False), ProbeModule(allocator.kept)
+    callback.memory.available = lambda: None  # kept however busy the machine running it
     _trainer(callback).fit(module)
     assert module.seen == [True, True]
     assert callback.memory.setting is not None and callback.memory.setting.outcome == "kept"
@@ -175,35 +176,73 @@ def test_memory_that_settles_stays_kept() -> None:
 
 
 @pytest.mark.skipif(not GLIBC, reason="glibc only")
-def test_memory_goes_back_when_the_machine_runs_short(caplog) -> None:
-    # A large batch: the run stays under twice its level (8,000 MiB), but the machine's
-    # available memory falls from 12 GiB to 3 GiB, then 2 GiB of 24 GiB: under a tenth
-    # (2,457.6 MiB) at the third reading.
-    readings = Readings(8000, 9000, 9500)
-    machine = iter([(12 << 30, 24 << 30), (3 << 30, 24 << 30), (2 << 30, 24 << 30)])
+def test_memory_goes_back_when_the_machine_ran_short_at_the_peak(caplog) -> None:
+    # A large batch on 24 GiB: the run holds 10,000 MiB after each batch and stays under twice
+    # its level, and 6 GiB of the machine is available then; after batch 3 the run had peaked
+    # at 14,500 MiB since the batch before, so at the peak only 6,144 - 4,500 = 1,644 MiB was
+    # available: under a tenth (2,457.6 MiB), though 6 GiB is over it.
+    peaks = Readings(10500, 11000, 14500)
     bound = allocator.MemoryBound(
-        warmup_steps=2, check_every=1, resident=readings, available=lambda: next(machine)
+        warmup_steps=20,
+        resident=Readings(10000),
+        available=lambda: (6 << 30, 24 << 30),
+        peak=peaks,
     )
     bound.setting = allocator.keep_freed_memory({})
     with caplog.at_level("WARNING", logger="attentive_reader.cpu_speedups.allocator"):
-        kept = _batches(bound, 6)
-    assert kept == [True] * 3 + [False] * 3
-    assert bound.released == (8000 << 20, 9500 << 20)
-    assert "has 2048 MiB of its 24576 MiB available after 4 steps" in caplog.text
-    assert "this run holding 9500 MiB" in caplog.text
+        kept = _batches(bound, 5)
+    assert kept == [True] * 2 + [False] * 3  # read after every batch, before the warm-up ends
+    assert peaks.calls == 3  # none once given back
+    assert bound.released == (10000 << 20, 10000 << 20)
+    assert "had about 1644 MiB of its 24576 MiB available" in caplog.text
+    assert "at this run's peak of 14500 MiB, by step 3" in caplog.text
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc only")
+def test_memory_goes_back_when_the_machine_runs_short_now(caplog) -> None:
+    # No peak reading: the machine is judged by its memory now, 12, 3 and then 2 GiB of 24.
+    machine = iter([(12 << 30, 24 << 30), (3 << 30, 24 << 30), (2 << 30, 24 << 30)])
+    bound = allocator.MemoryBound(
+        resident=Readings(9000), available=lambda: next(machine), peak=lambda: None
+    )
+    bound.setting = allocator.keep_freed_memory({})
+    with caplog.at_level("WARNING", logger="attentive_reader.cpu_speedups.allocator"):
+        kept = _batches(bound, 5)
+    assert kept == [True] * 2 + [False] * 3
+    assert "had about 2048 MiB of its 24576 MiB available at this run's peak of 9000" in (
+        caplog.text
+    )
 
 
 @pytest.mark.skipif(not GLIBC, reason="glibc only")
 def test_a_machine_with_memory_to_spare_keeps_it() -> None:
-    # Exactly a tenth available is enough; no reading of the machine checks only the growth.
-    for machine in ((1 << 30, 10 << 30), None):
+    # Exactly a tenth available at the peak is enough (2 GiB now, the peak 1 GiB above the
+    # run's memory now, of 10 GiB); no reading of the machine checks only the growth.
+    for machine in ((2 << 30, 10 << 30), None):
         bound = allocator.MemoryBound(
-            warmup_steps=1, check_every=1, resident=Readings(1000), available=lambda m=machine: m
+            warmup_steps=1,
+            check_every=1,
+            resident=Readings(1000),
+            available=lambda m=machine: m,
+            peak=Readings(1000 + 1024),
         )
         bound.setting = allocator.keep_freed_memory({})
         assert _batches(bound, 4) == [True] * 4
         assert bound.released is None
         allocator.release_freed_memory()
+
+
+@pytest.mark.skipif(platform.system() != "Linux", reason="Linux's /proc only")
+def test_the_peak_is_read_from_proc_and_starts_again_at_each_reading() -> None:
+    allocator.peak_resident_bytes()
+    before = allocator.resident_bytes()
+    block = bytearray(300 << 20)  # touched: zeroed pages count as resident once written
+    block[::4096] = b"x" * len(block[::4096])
+    del block  # a block this large goes straight back to the kernel
+    peak = allocator.peak_resident_bytes()
+    assert peak >= before + (290 << 20)
+    # The reading reset the peak to the memory now (clear_refs), far under the block's.
+    assert allocator.peak_resident_bytes() < before + (100 << 20)
 
 
 def test_the_machine_memory_is_read_from_proc() -> None:
